@@ -1,0 +1,60 @@
+"""When to try a call again, and how long to wait first.
+
+Pure arithmetic shared by the sync hook and the async trigger client, so both back off the same way.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date), or ``None``."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded both in attempts and in total waiting time.
+
+    The total bound matters more than the count: a task with a 1-hour execution timeout should not
+    spend it sleeping on a service that keeps answering 503.
+    """
+
+    max_attempts: int = 5
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    max_total_wait_s: float = 120.0
+
+    def delay(self, attempt: int, retry_after: str | None = None, rng: random.Random | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1`` (``attempt`` counts from 1).
+
+        A ``Retry-After`` from the service wins over our own backoff (capped at ``max_delay_s``).
+        """
+        asked = parse_retry_after(retry_after)
+        if asked is not None:
+            return min(asked, self.max_delay_s)
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return (rng or random).uniform(ceiling / 2, ceiling)
+
+    def allows(self, attempt: int, waited_s: float, next_delay_s: float) -> bool:
+        """Whether another attempt fits in both budgets after ``attempt`` attempts so far."""
+        return attempt < self.max_attempts and waited_s + next_delay_s <= self.max_total_wait_s

@@ -1,0 +1,276 @@
+"""``LoadTestHook``: an Airflow connection turned into authenticated calls to the service.
+
+The hook executes the call descriptions of ``api.endpoints`` with one keep-alive ``requests.Session``;
+what to call, what is safe to repeat and how to read answers is decided there, not here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import requests
+from airflow.sdk import BaseHook
+from urllib3.exceptions import NewConnectionError
+
+from airflow_provider_loadtest import __version__
+from airflow_provider_loadtest.api import endpoints
+from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
+from airflow_provider_loadtest.api.retry import RETRYABLE_STATUSES, RetryPolicy
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.templates import choose_template
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.models import (
+        BenchReport,
+        BenchResult,
+        GlobalMetrics,
+        Progress,
+        ReportTemplate,
+        ThresholdAlarm,
+    )
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+def _sleep(seconds: float) -> None:
+    """Indirection so tests can check the waits without spending them."""
+    time.sleep(seconds)
+
+
+def connection_never_opened(exc: requests.RequestException) -> bool:
+    """Whether a failed request provably never reached the service.
+
+    True for a refused connection, a DNS failure and a connect timeout: no byte of the request was
+    sent. A read timeout or a connection dropped after sending proves nothing, and a load test started
+    twice costs the user real money, so those are not "never opened".
+    """
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    if not isinstance(exc, requests.ConnectionError) or not exc.args:
+        return False
+    reason = getattr(exc.args[0], "reason", exc.args[0])
+    return isinstance(reason, NewConnectionError)
+
+
+def describe_transport_failure(exc: requests.RequestException) -> str:
+    """A short, key-free account of a failure that produced no HTTP answer."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return "could not connect in time"
+    if isinstance(exc, requests.ReadTimeout):
+        return "the service did not answer in time (read timeout)"
+    if connection_never_opened(exc):
+        return "could not connect (connection refused or host name not resolved)"
+    if isinstance(exc, requests.ConnectionError):
+        return "the connection was dropped before an answer arrived"
+    return f"the request failed: {type(exc).__name__}"
+
+
+class LoadTestHook(BaseHook):
+    """Talks to the load-testing service with the connection ``loadtest_conn_id``.
+
+    Connection fields: host = API base URL (empty for the SaaS ``https://api.octoperf.com``; an
+    on-premise URL with a path prefix works), password = API key. Extras: ``ui_url``,
+    ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl``.
+    """
+
+    conn_name_attr = "loadtest_conn_id"
+    default_conn_name = "loadtest_default"
+    conn_type = "loadtest"
+    hook_name = "Load Testing Service"
+
+    #: Reads back off and try again within these bounds; see ``RetryPolicy``.
+    retry_policy: ClassVar[RetryPolicy] = RetryPolicy()
+
+    def __init__(self, loadtest_conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loadtest_conn_id = loadtest_conn_id
+
+    # --- connection form (Airflow < 3.2 reads these; 3.2+ reads get_provider_info) --------------
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Relabel the generic connection form for this service."""
+        from airflow_provider_loadtest.get_provider_info import get_provider_info
+
+        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
+        return {
+            "hidden_fields": behaviour["hidden-fields"],
+            "relabeling": behaviour["relabeling"],
+            "placeholders": behaviour["placeholders"],
+        }
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    @cached_property
+    def settings(self) -> ConnectionSettings:
+        """The connection, read once per hook."""
+        conn = self.get_connection(self.loadtest_conn_id)
+        settings = settings_from_connection(conn)
+        _mask(settings.api_key)
+        return settings
+
+    @cached_property
+    def session(self) -> requests.Session:
+        """One keep-alive session per hook, carrying the key and a User-Agent naming this package."""
+        session = requests.Session()
+        session.headers.update(
+            {
+                "Authorization": f"Bearer {self.settings.api_key}",
+                "Accept": "application/json",
+                "User-Agent": f"airflow-provider-loadtest/{__version__} python-requests/{requests.__version__}",
+            }
+        )
+        session.verify = self.settings.verify_ssl
+        return session
+
+    def close(self) -> None:
+        """Release the keep-alive connections (the hook can still be used afterwards)."""
+        if "session" in self.__dict__:
+            self.session.close()
+            del self.__dict__["session"]
+
+    def call(self, request: ApiRequest[T]) -> T:
+        """Send ``request``, retrying only what is safe to retry, and decode the answer.
+
+        Reads retry on connection errors, 429 and 502/503/504 with exponential backoff and jitter,
+        honouring ``Retry-After``, within ``retry_policy``'s attempt and total-wait bounds. A call
+        marked ``ONLY_IF_NOT_SENT`` (starting a load test) is retried only when the connection was
+        never opened; after a read timeout, a dropped connection or any HTTP answer it is not repeated.
+        """
+        settings = self.settings
+        policy = self.retry_policy
+        attempt, waited = 0, 0.0
+        while True:
+            attempt += 1
+            try:
+                response = self.session.request(
+                    request.method,
+                    settings.url(request.path),
+                    params=dict(request.params) or None,
+                    json=request.json_body,
+                    timeout=(settings.connect_timeout_s, settings.read_timeout_s),
+                )
+            except requests.RequestException as exc:
+                failure = describe_transport_failure(exc)
+                retryable = request.retry is RetrySafety.SAFE or connection_never_opened(exc)
+                delay = policy.delay(attempt)
+                if retryable and policy.allows(attempt, waited, delay):
+                    self._log_retry(request, failure, delay, attempt)
+                    _sleep(delay)
+                    waited += delay
+                    continue
+                if not retryable:
+                    failure += (
+                        "; the request may have reached the service, so it was not sent again "
+                        "(check the service for a run started now before retrying)"
+                    )
+                raise request.error(None, f"{failure} after {attempt} attempt(s)") from None
+            if response.status_code in RETRYABLE_STATUSES and request.retry is RetrySafety.SAFE:
+                delay = policy.delay(attempt, response.headers.get("Retry-After"))
+                if policy.allows(attempt, waited, delay):
+                    self._log_retry(request, f"HTTP {response.status_code}", delay, attempt)
+                    _sleep(delay)
+                    waited += delay
+                    continue
+            return decode_answer(
+                request,
+                response.status_code,
+                response.headers.get("Content-Type"),
+                response.content,
+                settings.api_key,
+            )
+
+    def _log_retry(self, request: ApiRequest[Any], failure: str, delay: float, attempt: int) -> None:
+        self.log.warning(
+            "%s (%s %s): %s; trying again in %.1f s (attempt %d of at most %d)",
+            request.operation,
+            request.method,
+            request.path,
+            failure,
+            delay,
+            attempt + 1,
+            self.retry_policy.max_attempts,
+        )
+
+    # --- the service ---------------------------------------------------------------------------
+
+    def run_scenario(
+        self,
+        scenario_id: str,
+        template_id: str | None = None,
+        name: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> BenchReport:
+        """Start a load test of ``scenario_id`` and return its report (``bench_result_id`` is the run).
+
+        Never retried once the request may have reached the service: a second load test costs real
+        money. Only a connection that could not be opened at all (refused, DNS) is tried again.
+        """
+        return self.call(
+            endpoints.run_scenario(scenario_id, template_id=template_id, name=name, properties=properties)
+        )
+
+    def list_templates(self, workspace_id: str) -> list[ReportTemplate]:
+        """All report templates of a workspace."""
+        return self.call(endpoints.list_templates(workspace_id))
+
+    def find_template(
+        self, workspace_id: str, name: str | None = None, template_id: str | None = None
+    ) -> ReportTemplate | None:
+        """The workspace's template with this id, or named this (exact, then case-insensitive)."""
+        return choose_template(
+            self.list_templates(workspace_id), workspace_id=workspace_id, name=name, template_id=template_id
+        )
+
+    def get_bench_result(self, bench_result_id: str) -> BenchResult:
+        """The run's current state."""
+        return self.call(endpoints.get_bench_result(bench_result_id))
+
+    def get_progress(self, bench_result_id: str) -> Progress:
+        """How far the run is."""
+        return self.call(endpoints.get_progress(bench_result_id))
+
+    def get_global_metrics(self, bench_result_id: str) -> GlobalMetrics:
+        """Live headline metrics of the run."""
+        return self.call(endpoints.get_global_metrics(bench_result_id))
+
+    def get_threshold_alarms(self, bench_result_id: str) -> list[ThresholdAlarm]:
+        """The run's threshold alarms (PASSED, WARNING or CRITICAL)."""
+        return self.call(endpoints.get_threshold_alarms(bench_result_id))
+
+    def get_junit_report(self, bench_result_id: str) -> str:
+        """The run as JUnit XML."""
+        return self.call(endpoints.get_junit_report(bench_result_id))
+
+    def stop_run(self, bench_result_id: str) -> None:
+        """Abort the run (a no-op for a run that already ended)."""
+        self.call(endpoints.stop_run(bench_result_id))
+
+    def report_url(self, workspace_id: str, project_id: str, report_id: str) -> str:
+        """The report's page in the web UI."""
+        return self.settings.report_url(workspace_id, project_id, report_id)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Airflow's "Test" button: is the service there, and does it accept the key?"""
+        try:
+            workspaces = self.call(endpoints.member_workspaces())
+        except Exception as exc:
+            return False, str(exc)
+        return True, (
+            f"Connected to {self.settings.base_url}: the API key is valid and its user is a member of "
+            f"{len(workspaces)} workspace(s)."
+        )
+
+
+def _mask(secret: str) -> None:
+    """Ask Airflow to redact the key from task logs, wherever a third party might print it."""
+    try:
+        from airflow.sdk.log import mask_secret
+    except ImportError:  # pragma: no cover - older task SDKs
+        return
+    mask_secret(secret)

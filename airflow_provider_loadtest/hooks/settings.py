@@ -1,0 +1,124 @@
+"""What an Airflow connection of type ``loadtest`` means: base URLs, key, timeouts.
+
+Shared by the sync hook and the async trigger client so both read a connection the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+DEFAULT_BASE_URL = "https://api.octoperf.com"
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_READ_TIMEOUT_S = 60.0
+CONN_TYPE = "loadtest"
+
+
+class ConnectionLike(Protocol):
+    """The fields of an Airflow ``Connection`` this package reads (sync and async APIs alike)."""
+
+    host: str | None
+    password: str | None
+    port: int | None
+    schema: str | None
+
+    @property
+    def extra_dejson(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """A connection resolved into what the HTTP clients need. ``repr`` never shows the key."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    ui_url: str
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    verify_ssl: bool | str = True
+
+    def url(self, path: str) -> str:
+        """The absolute URL of an API path (``path`` starts with ``/``)."""
+        return self.base_url + path
+
+    def report_url(self, workspace_id: str, project_id: str, report_id: str) -> str:
+        """The web UI page of a report, as the service's own UI builds it."""
+        return f"{self.ui_url}/workspace/{workspace_id}/project/{project_id}/analysis/report/{report_id}"
+
+
+def _extra(extras: dict[str, Any], name: str) -> Any:
+    # Airflow < 2.3 stored custom form fields as ``extra__<conn type>__<name>``; accept both.
+    value = extras.get(name)
+    if value in (None, ""):
+        value = extras.get(f"extra__{CONN_TYPE}__{name}")
+    return None if value == "" else value
+
+
+def _as_bool(name: str, value: Any) -> bool | str:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if text.lower() in {"true", "1", "yes"}:
+        return True
+    if text.lower() in {"false", "0", "no"}:
+        return False
+    if text.startswith("/"):
+        return text  # a CA bundle path, as requests' ``verify`` accepts
+    raise ValueError(f"connection extra {name!r} must be true, false or a CA bundle path, got {value!r}")
+
+
+def _as_seconds(name: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"connection extra {name!r} must be a number of seconds, got {value!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"connection extra {name!r} must be positive, got {value!r}")
+    return seconds
+
+
+def normalise_base_url(host: str | None, schema: str | None = None, port: int | None = None) -> str:
+    """Turn the connection's host field into a base URL with no trailing slash.
+
+    Accepts ``api.example.com``, ``https://api.example.com/``, ``http://onprem:8090/api`` (a path prefix
+    is kept); the connection's schema and port fields fill in what the host leaves out.
+    """
+    text = (host or "").strip()
+    if not text:
+        return DEFAULT_BASE_URL
+    if "://" not in text:
+        scheme = schema if schema in {"http", "https"} else "https"
+        text = f"{scheme}://{text}"
+    parts = urlsplit(text)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ValueError(f"connection host {host!r} is not an http(s) URL")
+    netloc = parts.netloc
+    if port and parts.port is None:
+        netloc = f"{netloc}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
+    """Read a ``loadtest`` connection; a missing key is an error here rather than a 401 later."""
+    if not conn.password:
+        raise ValueError(
+            "the load-testing connection has no API key: put the key from your profile in the web UI "
+            "in the connection's password field"
+        )
+    extras = conn.extra_dejson or {}
+    base_url = normalise_base_url(conn.host, conn.schema, conn.port)
+    ui_url = str(_extra(extras, "ui_url") or base_url + "/ui").rstrip("/")
+    verify = _extra(extras, "verify_ssl")
+    return ConnectionSettings(
+        base_url=base_url,
+        api_key=conn.password,
+        ui_url=ui_url,
+        connect_timeout_s=_as_seconds(
+            "connect_timeout", _extra(extras, "connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S
+        ),
+        read_timeout_s=_as_seconds("read_timeout", _extra(extras, "read_timeout"), DEFAULT_READ_TIMEOUT_S),
+        verify_ssl=True if verify is None else _as_bool("verify_ssl", verify),
+    )

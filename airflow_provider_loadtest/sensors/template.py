@@ -1,0 +1,81 @@
+"""``TemplateSensor``: wait until a workspace has a given report template, and hand on its id.
+
+Useful when templates are created by people or by another pipeline: the load test starts only once the
+report it should produce can exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+
+from airflow_provider_loadtest.operators.run_scenario import DEFAULT_CONN_ID, check_literal_ids
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
+
+
+class TemplateSensor(BaseSensorOperator):
+    """Wait for a report template in ``workspace_id``, by name or id; push its id as the return value.
+
+    A downstream ``RunScenarioOperator(template_id="{{ ti.xcom_pull('wait_for_template') }}")`` (or
+    ``template_id=sensor.output``) then runs with it. Names match exactly first, then ignoring case;
+    several templates with the same name fail the sensor rather than pick one.
+
+    :param workspace_id: the workspace whose templates to watch.
+    :param template_name: the template's name (give this or ``template_id``).
+    :param template_id: the template's id, to wait until it exists.
+    :param loadtest_conn_id: Airflow connection of type ``loadtest``.
+    """
+
+    template_fields: Sequence[str] = ("workspace_id", "template_name", "template_id")
+    ui_color = "#c9e4ca"
+
+    def __init__(
+        self,
+        *,
+        workspace_id: str,
+        template_name: str | None = None,
+        template_id: str | None = None,
+        loadtest_conn_id: str = DEFAULT_CONN_ID,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (template_name is None) == (template_id is None):
+            raise ValueError("give exactly one of template_name and template_id")
+        check_literal_ids(workspace_id=workspace_id, template_id=template_id)
+        self.workspace_id = workspace_id
+        self.template_name = template_name
+        self.template_id = template_id
+        self.loadtest_conn_id = loadtest_conn_id
+
+    @cached_property
+    def hook(self) -> LoadTestHook:
+        """The hook, created on first poke (never at DAG-parse time)."""
+        from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
+
+        return LoadTestHook(loadtest_conn_id=self.loadtest_conn_id)
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_provider_loadtest.api.validation import validate_path_id
+        from airflow_provider_loadtest.templates import choose_template, describe_missing
+
+        workspace_id = validate_path_id("workspace_id", self.workspace_id)
+        template_id = validate_path_id("template_id", self.template_id) if self.template_id else None
+        templates = self.hook.list_templates(workspace_id)
+        found = choose_template(
+            templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
+        )
+        if found is None:
+            self.log.info(
+                "Not yet: %s",
+                describe_missing(templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id),
+            )
+            return PokeReturnValue(is_done=False)
+        self.log.info("Found report template %r (id %s) in workspace %r", found.name, found.id, workspace_id)
+        return PokeReturnValue(is_done=True, xcom_value=found.id)

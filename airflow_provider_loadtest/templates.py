@@ -1,0 +1,78 @@
+"""Choosing a report template from a workspace's list, the way a person would read the names.
+
+Shared by the hook, the operator and the sensor so "which template did you mean" has one answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from airflow_provider_loadtest.api.errors import AmbiguousTemplateError, TemplateNotFoundError
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.models import ReportTemplate
+
+
+def choose_template(
+    templates: Sequence[ReportTemplate],
+    *,
+    workspace_id: str,
+    name: str | None = None,
+    template_id: str | None = None,
+) -> ReportTemplate | None:
+    """Return the template with ``template_id``, or the one named ``name``; ``None`` if none matches.
+
+    A name matches exactly first, then ignoring case (``"nightly sla"`` finds ``"Nightly SLA"``). Two
+    templates matching at the same level raise ``AmbiguousTemplateError``: starting a costly load test
+    with a template picked at random would be worse than failing.
+    """
+    if (name is None) == (template_id is None):
+        raise ValueError("give exactly one of name and template_id to choose a template")
+    if template_id is not None:
+        return next((t for t in templates if t.id == template_id), None)
+    assert name is not None
+    for matches in (
+        [t for t in templates if t.name == name],
+        [t for t in templates if t.name is not None and t.name.casefold() == name.casefold()],
+    ):
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            ids = ", ".join(repr(t.id) for t in matches)
+            raise AmbiguousTemplateError(
+                f"{len(matches)} report templates of workspace {workspace_id!r} are named {name!r} "
+                f"(ids {ids}): rename one, or pass template_id instead of template_name"
+            )
+    return None
+
+
+def describe_missing(
+    templates: Sequence[ReportTemplate],
+    *,
+    workspace_id: str,
+    name: str | None = None,
+    template_id: str | None = None,
+) -> str:
+    """A message for "no such template" that lists what the workspace does have."""
+    wanted = f"named {name!r}" if name is not None else f"with id {template_id!r}"
+    if not templates:
+        return f"workspace {workspace_id!r} has no report templates, so none is {wanted}"
+    available = ", ".join(sorted(f"{t.name!r} (id {t.id!r})" for t in templates))
+    return f"workspace {workspace_id!r} has no report template {wanted}; it has: {available}"
+
+
+def require_template(
+    templates: Sequence[ReportTemplate],
+    *,
+    workspace_id: str,
+    name: str | None = None,
+    template_id: str | None = None,
+) -> ReportTemplate:
+    """``choose_template``, raising ``TemplateNotFoundError`` (with the names that exist) on no match."""
+    found = choose_template(templates, workspace_id=workspace_id, name=name, template_id=template_id)
+    if found is None:
+        raise TemplateNotFoundError(
+            describe_missing(templates, workspace_id=workspace_id, name=name, template_id=template_id)
+        )
+    return found

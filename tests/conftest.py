@@ -1,0 +1,30 @@
+"""Test-wide setup: an isolated, throwaway Airflow home, set before anything imports Airflow."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+_HOME = tempfile.mkdtemp(prefix="loadtest-tests-airflow-")
+os.environ["AIRFLOW_HOME"] = _HOME
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+
+API_KEY = "test-key-5b8e0c1f"
+BASE_URL = "https://loadtest.example.test"
+
+
+def connection_json(host: str = BASE_URL, password: str = API_KEY, **extra: object) -> str:
+    """An ``AIRFLOW_CONN_*`` value for a ``loadtest`` connection."""
+    return json.dumps({"conn_type": "loadtest", "host": host, "password": password, "extra": extra})
+
+
+@pytest.fixture
+def loadtest_conn(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The default connection, pointing at a fake host that requests-mock answers."""
+    monkeypatch.setenv("AIRFLOW_CONN_LOADTEST_DEFAULT", connection_json())
+    yield "loadtest_default"
