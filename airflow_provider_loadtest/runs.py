@@ -1,6 +1,6 @@
-"""What the package knows about a started run, in the JSON-safe form tasks hand to each other.
+"""What a run is and what its states and alarms mean: decisions shared by the operator and trigger.
 
-Shared by the operator (which returns it as XCom) and anything downstream that reads that XCom.
+No I/O and no heavy imports: the operator module imports this at DAG-parse time.
 """
 
 from __future__ import annotations
@@ -11,6 +11,44 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from airflow_provider_loadtest.hooks.settings import ConnectionSettings
     from airflow_provider_loadtest.models import BenchReport
+
+
+FINISHED = "FINISHED"
+TERMINAL_STATES = frozenset({"FINISHED", "ABORTED", "ERROR"})
+FAILED_STATES = frozenset({"ABORTED", "ERROR"})
+SEVERITY_RANK = {"PASSED": 0, "WARNING": 1, "CRITICAL": 2}
+GATE_SEVERITIES = ("WARNING", "CRITICAL")
+
+
+def is_terminal(state: str) -> bool:
+    """Only FINISHED, ABORTED and ERROR end a run; an unknown state is treated as still going."""
+    return state in TERMINAL_STATES
+
+
+def check_gate_severity(value: str | None) -> str | None:
+    """Validate ``fail_on_alarm_severity`` (None, WARNING or CRITICAL, any case)."""
+    if value is None:
+        return None
+    upper = str(value).upper()
+    if upper not in GATE_SEVERITIES:
+        raise ValueError(f"fail_on_alarm_severity must be None, 'WARNING' or 'CRITICAL', got {value!r}")
+    return upper
+
+
+def breaking_alarms(alarms: list[dict[str, Any]], gate: str | None) -> list[dict[str, Any]]:
+    """The alarms at or above the gate's severity (an unknown severity never breaks it)."""
+    if gate is None:
+        return []
+    bar = SEVERITY_RANK[gate]
+    return [a for a in alarms if SEVERITY_RANK.get(str(a.get("severity")), -1) >= bar]
+
+
+def describe_alarms(alarms: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{a.get('severity')}: {a.get('name') or a.get('id')}"
+        + (f" ({a['message']})" if a.get("message") else "")
+        for a in alarms
+    )
 
 
 @dataclass(frozen=True)
@@ -25,6 +63,7 @@ class StartedRun:
     workspace_id: str | None
     test_name: str | None
     report_url: str | None
+    started_at: float  # epoch seconds, when the service accepted the start
 
     @classmethod
     def from_report(
@@ -36,6 +75,7 @@ class StartedRun:
         workspace_id: str | None,
         test_name: str | None,
         settings: ConnectionSettings,
+        started_at: float,
     ) -> StartedRun:
         """Read the start call's answer; the run's id is the report's first bench result id."""
         if not report.id or not report.bench_result_id:
@@ -55,8 +95,15 @@ class StartedRun:
             workspace_id=workspace_id,
             test_name=test_name if test_name else report.name,
             report_url=url,
+            started_at=started_at,
         )
 
     def to_xcom(self) -> dict[str, Any]:
         """A plain dict: XCom stores JSON, and downstream templates read keys like ``report_id``."""
         return asdict(self)
+
+    @classmethod
+    def from_xcom(cls, data: dict[str, Any]) -> StartedRun:
+        """Read back a record written by ``to_xcom`` (ignoring keys added by later versions)."""
+        fields: dict[str, Any] = {name: data.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)

@@ -72,7 +72,10 @@ def _segment(parameter: str, value: str) -> str:
 def _status_detail(status: int, service_text: str) -> str:
     said = f" The service said: {service_text}" if service_text else " The answer had no body."
     if status == 401:
-        return "the API key was refused: it is wrong or expired (set a valid key as the connection's password)." + said
+        return (
+            "the API key was refused: it is wrong or expired (set a valid key as the connection's password)."
+            + said
+        )
     if status == 403:
         return "the API key's user is not allowed to do this (plan limit or missing rights)." + said
     if status == 404:
@@ -125,7 +128,7 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 
 
 def _parse_list(kind: Any) -> Callable[[Any], Any]:
-    return lambda document: _adapter(list[kind]).validate_python(document)  # type: ignore[valid-type]
+    return lambda document: _adapter(list[kind]).validate_python(document)
 
 
 def _ignore(_: Any) -> None:

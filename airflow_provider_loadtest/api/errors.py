@@ -49,7 +49,9 @@ class LoadTestApiError(AirflowException):
         return (_rebuild_error, (self.operation, self.method, self.path, self.status, self.detail))
 
 
-def _rebuild_error(operation: str, method: str, path: str, status: int | None, detail: str) -> LoadTestApiError:
+def _rebuild_error(
+    operation: str, method: str, path: str, status: int | None, detail: str
+) -> LoadTestApiError:
     return LoadTestApiError(operation=operation, method=method, path=path, status=status, detail=detail)
 
 

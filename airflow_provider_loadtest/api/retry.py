@@ -9,8 +9,20 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.api.endpoints import ApiRequest
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+class LoggerLike(Protocol):
+    """What the package needs of a logger: stdlib loggers and Airflow's structlog loggers both fit."""
+
+    def log(self, level: int, msg: str, /, *args: Any) -> Any: ...
+
+    def warning(self, msg: str, /, *args: Any) -> Any: ...
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -58,3 +70,55 @@ class RetryPolicy:
     def allows(self, attempt: int, waited_s: float, next_delay_s: float) -> bool:
         """Whether another attempt fits in both budgets after ``attempt`` attempts so far."""
         return attempt < self.max_attempts and waited_s + next_delay_s <= self.max_total_wait_s
+
+    def next_delay(
+        self,
+        *,
+        safe: bool,
+        attempt: int,
+        waited_s: float,
+        status: int | None = None,
+        retry_after: str | None = None,
+    ) -> float | None:
+        """Seconds to wait before trying again, or ``None`` to give up now.
+
+        ``status`` is the HTTP status, or ``None`` for a failure with no answer; ``safe`` says whether
+        sending the request again is harmless (see ``RetrySafety``).
+        """
+        if not safe or (status is not None and status not in RETRYABLE_STATUSES):
+            return None
+        delay = self.delay(attempt, retry_after)
+        return delay if self.allows(attempt, waited_s, delay) else None
+
+
+def transport_failure_detail(failure: str, attempts: int, safe: bool) -> str:
+    """The error text for a call that got no HTTP answer, saying why it was not sent again."""
+    detail = f"{failure} after {attempts} attempt(s)"
+    if not safe:
+        detail += (
+            "; the request may have reached the service, so it was not sent again "
+            "(check the service for a run started now before retrying)"
+        )
+    return detail
+
+
+def log_retry(
+    log: LoggerLike,
+    request: ApiRequest[Any],
+    *,
+    failure: str,
+    delay: float,
+    attempt: int,
+    policy: RetryPolicy,
+) -> None:
+    """One warning per retry, naming the call (never the key: requests carry no headers here)."""
+    log.warning(
+        "%s (%s %s): %s; trying again in %.1f s (attempt %d of at most %d)",
+        request.operation,
+        request.method,
+        request.path,
+        failure,
+        delay,
+        attempt + 1,
+        policy.max_attempts,
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -19,9 +19,11 @@ from urllib3.exceptions import NewConnectionError
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
-from airflow_provider_loadtest.api.retry import RETRYABLE_STATUSES, RetryPolicy
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.retry import LoggerLike, RetryPolicy, log_retry, transport_failure_detail
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
 from airflow_provider_loadtest.templates import choose_template
+from airflow_provider_loadtest.watch import Log, Sleep
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     )
 
 T = TypeVar("T")
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
@@ -122,7 +125,9 @@ class LoadTestHook(BaseHook):
             {
                 "Authorization": f"Bearer {self.settings.api_key}",
                 "Accept": "application/json",
-                "User-Agent": f"airflow-provider-loadtest/{__version__} python-requests/{requests.__version__}",
+                "User-Agent": (
+                    f"airflow-provider-loadtest/{__version__} python-requests/{requests.__version__}"
+                ),
             }
         )
         session.verify = self.settings.verify_ssl
@@ -143,7 +148,6 @@ class LoadTestHook(BaseHook):
         never opened; after a read timeout, a dropped connection or any HTTP answer it is not repeated.
         """
         settings = self.settings
-        policy = self.retry_policy
         attempt, waited = 0, 0.0
         while True:
             attempt += 1
@@ -157,45 +161,53 @@ class LoadTestHook(BaseHook):
                 )
             except requests.RequestException as exc:
                 failure = describe_transport_failure(exc)
-                retryable = request.retry is RetrySafety.SAFE or connection_never_opened(exc)
-                delay = policy.delay(attempt)
-                if retryable and policy.allows(attempt, waited, delay):
-                    self._log_retry(request, failure, delay, attempt)
-                    _sleep(delay)
-                    waited += delay
-                    continue
-                if not retryable:
-                    failure += (
-                        "; the request may have reached the service, so it was not sent again "
-                        "(check the service for a run started now before retrying)"
+                never_opened = connection_never_opened(exc)
+                safe = request.retry is RetrySafety.SAFE or never_opened
+                delay = self.retry_policy.next_delay(safe=safe, attempt=attempt, waited_s=waited)
+                if delay is None:
+                    raise request.error(None, transport_failure_detail(failure, attempt, safe)) from None
+            else:
+                delay = self.retry_policy.next_delay(
+                    safe=request.retry is RetrySafety.SAFE,
+                    attempt=attempt,
+                    waited_s=waited,
+                    status=response.status_code,
+                    retry_after=response.headers.get("Retry-After"),
+                )
+                if delay is None:
+                    return decode_answer(
+                        request,
+                        response.status_code,
+                        response.headers.get("Content-Type"),
+                        response.content,
+                        settings.api_key,
                     )
-                raise request.error(None, f"{failure} after {attempt} attempt(s)") from None
-            if response.status_code in RETRYABLE_STATUSES and request.retry is RetrySafety.SAFE:
-                delay = policy.delay(attempt, response.headers.get("Retry-After"))
-                if policy.allows(attempt, waited, delay):
-                    self._log_retry(request, f"HTTP {response.status_code}", delay, attempt)
-                    _sleep(delay)
-                    waited += delay
-                    continue
-            return decode_answer(
-                request,
-                response.status_code,
-                response.headers.get("Content-Type"),
-                response.content,
-                settings.api_key,
+                failure = f"HTTP {response.status_code}"
+            log_retry(
+                self.log, request, failure=failure, delay=delay, attempt=attempt, policy=self.retry_policy
             )
+            _sleep(delay)
+            waited += delay
 
-    def _log_retry(self, request: ApiRequest[Any], failure: str, delay: float, attempt: int) -> None:
-        self.log.warning(
-            "%s (%s %s): %s; trying again in %.1f s (attempt %d of at most %d)",
-            request.operation,
-            request.method,
-            request.path,
-            failure,
-            delay,
-            attempt + 1,
-            self.retry_policy.max_attempts,
-        )
+    def drive(self, steps: Generator[Any, Any, R], log: LoggerLike) -> R:
+        """Run a ``watch`` generator: make its calls, take its pauses, write its log lines."""
+        send: Any = None
+        error: LoadTestApiError | None = None
+        while True:
+            try:
+                action = steps.throw(error) if error is not None else steps.send(send)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            send, error = None, None
+            if isinstance(action, Sleep):
+                _sleep(action.seconds)
+            elif isinstance(action, Log):
+                log.log(action.level, action.message)
+            else:
+                try:
+                    send = self.call(action)
+                except LoadTestApiError as exc:
+                    error = exc
 
     # --- the service ---------------------------------------------------------------------------
 

@@ -1,27 +1,33 @@
-"""``RunScenarioOperator``: start a load test of a scenario, optionally with a report template.
+"""``RunScenarioOperator``: start a load test, wait for it, gate on its alarms, never start it twice.
 
 Imported by every DAG file that uses it, so at module level it imports only Airflow's base classes and
-the package's cheap modules; the HTTP client and the models load when the task runs.
+the package's cheap modules; the HTTP clients, the models and the trigger load when the task runs.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_loadtest.api.validation import is_templated, validate_path_id
 from airflow_provider_loadtest.links.report import LoadTestReportLink
+from airflow_provider_loadtest.runs import check_gate_severity, is_terminal
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
     from airflow_provider_loadtest.runs import StartedRun
+    from airflow_provider_loadtest.watch import RunOutcome, WatchOptions
 
 DEFAULT_CONN_ID = "loadtest_default"
+#: Key in Airflow's task state store (3.3+) and XCom under which the started run is recorded.
+RUN_RECORD_KEY = "loadtest_run"
 
 
 def check_literal_ids(**values: Any) -> None:
@@ -31,22 +37,40 @@ def check_literal_ids(**values: Any) -> None:
             validate_path_id(parameter, value)
 
 
+def _seconds(value: float | timedelta | None) -> float | None:
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
 class RunScenarioOperator(BaseOperator):
-    """Start a load test of ``scenario_id`` and return its ids and report link as XCom.
+    """Start a load test of ``scenario_id``, wait until it ends, and fail the task when it went wrong.
 
     :param scenario_id: the scenario to run (last segment of its URL in the web UI).
     :param template_id: report template to use for the run.
     :param template_name: choose the template by name instead, from ``workspace_id``'s templates (exact
         match first, then ignoring case; no match or several matches fail the task before anything
         starts).
-    :param workspace_id: the workspace of the scenario; needed with ``template_name``, and to build the
+    :param workspace_id: the scenario's workspace; needed with ``template_name``, and to build the
         report link (the service's answer does not name the workspace).
     :param test_name: a name for this run in the service (e.g. ``"nightly {{ ds }}"``).
     :param properties: key/value properties passed to the run (newer servers).
+    :param wait_for_completion: wait until the run ends (default). ``False`` returns once it started.
+    :param check_interval: seconds between two polls of the run's state (the official clients use 10).
+    :param timeout: longest wait for the run (seconds or ``timedelta``); past it the run is stopped and
+        the task fails. ``execution_timeout`` also stops the run, in both modes.
+    :param fail_on_alarm_severity: ``None``, ``"WARNING"`` or ``"CRITICAL"``: fail the task when a
+        threshold alarm reaches this severity.
+    :param stop_on_alarm: also check the alarms at each poll while the run goes, and stop the run as
+        soon as the gate breaks (saves the rest of a doomed test).
+    :param deferrable: wait in the triggerer instead of holding a worker slot.
+    :param restart_failed_runs: when a retry finds the previous try's run ended in ERROR or ABORTED,
+        start a new one (default); ``False`` fails with the old run's outcome instead. A run still
+        going is always re-attached to, and a FINISHED one is never started again.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
-    Returns a dict with ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
-    ``workspace_id``, ``scenario_id``, ``test_name`` and ``report_url``.
+    Returns a dict: ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
+    ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and, once waited
+    for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``. On failure the same dict
+    is pushed as XCom ``return_value`` before the task fails, so the alarms stay visible.
     """
 
     template_fields: Sequence[str] = (
@@ -70,6 +94,13 @@ class RunScenarioOperator(BaseOperator):
         workspace_id: str | None = None,
         test_name: str | None = None,
         properties: Mapping[str, str] | None = None,
+        wait_for_completion: bool = True,
+        check_interval: float = 10.0,
+        timeout: float | timedelta | None = None,
+        fail_on_alarm_severity: str | None = None,
+        stop_on_alarm: bool = False,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        restart_failed_runs: bool = True,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -79,13 +110,31 @@ class RunScenarioOperator(BaseOperator):
         if template_name is not None and workspace_id is None:
             raise ValueError("template_name needs workspace_id: templates are listed per workspace")
         check_literal_ids(scenario_id=scenario_id, template_id=template_id, workspace_id=workspace_id)
+        gate = check_gate_severity(fail_on_alarm_severity)
+        if check_interval <= 0:
+            raise ValueError(f"check_interval must be positive, got {check_interval!r}")
+        timeout_s = _seconds(timeout)
+        if timeout_s is not None and timeout_s <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        if stop_on_alarm and gate is None:
+            raise ValueError(
+                "stop_on_alarm needs fail_on_alarm_severity: which severity should stop the run?"
+            )
         self.scenario_id = scenario_id
         self.template_id = template_id
         self.template_name = template_name
         self.workspace_id = workspace_id
         self.test_name = test_name
         self.properties = properties
+        self.wait_for_completion = wait_for_completion
+        self.check_interval = check_interval
+        self.timeout = timeout_s
+        self.fail_on_alarm_severity = gate
+        self.stop_on_alarm = stop_on_alarm
+        self.deferrable = deferrable
+        self.restart_failed_runs = restart_failed_runs
         self.loadtest_conn_id = loadtest_conn_id
+        self._active_run: StartedRun | None = None
 
     @cached_property
     def hook(self) -> LoadTestHook:
@@ -94,12 +143,102 @@ class RunScenarioOperator(BaseOperator):
 
         return LoadTestHook(loadtest_conn_id=self.loadtest_conn_id)
 
+    # --- the task ------------------------------------------------------------------------------
+
     def execute(self, context: Context) -> dict[str, Any]:
+        run, earlier_state = self._attach_or_start(context)
+        if not self.wait_for_completion:
+            self._forget_run(context)
+            return run.to_xcom()
+        options = self._watch_options(context, run)
+        if self.deferrable and (earlier_state is None or not is_terminal(earlier_state)):
+            from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
+
+            self.log.info(
+                "Deferring: the triggerer watches run %s, freeing this worker slot", run.bench_result_id
+            )
+            self.defer(
+                trigger=LoadTestRunTrigger(
+                    loadtest_conn_id=self.loadtest_conn_id,
+                    run_record=run.to_xcom(),
+                    options=options.to_json(),
+                    started_at=run.started_at,
+                ),
+                method_name="execute_complete",
+            )
+        return self._finish(context, run, self._watch_here(run, options))
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: the same verdict as the sync path."""
+        from airflow_provider_loadtest.runs import StartedRun
+        from airflow_provider_loadtest.watch import RunOutcome
+
+        run = StartedRun.from_xcom(event["run"])
+        if event.get("status") != "done":
+            from airflow.sdk.exceptions import AirflowException
+
+            raise AirflowException(
+                f"Watching run {run.bench_result_id} failed in the triggerer: {event.get('message')}"
+                + (f" (report: {run.report_url})" if run.report_url else "")
+            )
+        return self._finish(context, run, RunOutcome.from_json(event["outcome"]))
+
+    def on_kill(self) -> None:
+        """The task is being killed on its worker: stop the load test too (best effort)."""
+        if self._active_run is not None:
+            self._stop_quietly(self._active_run, "the task was killed")
+
+    # --- starting, or finding the run an earlier try started ------------------------------------
+
+    def _attach_or_start(self, context: Context) -> tuple[StartedRun, str | None]:
+        """Re-attach to the run an earlier try of this task started, or start one.
+
+        Returns the run and, for a re-attached run, its state. The record lives in Airflow's task
+        state store (3.3+), which survives retries and worker crashes; it is written the moment the
+        start call answers and removed once the task reaches a verdict.
+        """
+        from airflow_provider_loadtest.runs import StartedRun
+
+        store = context.get("task_state_store") if hasattr(context, "get") else None
+        saved = _store_get(store, self.log)
+        if saved:
+            run = StartedRun.from_xcom(saved)
+            state = str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
+            if not is_terminal(state):
+                self.log.info(
+                    "Re-attaching to run %s started by an earlier try (state %s)", run.bench_result_id, state
+                )
+                return self._adopt(context, run), state
+            if state == "FINISHED" or not self.restart_failed_runs:
+                self.log.info(
+                    "Run %s of an earlier try already ended %s: not starting another",
+                    run.bench_result_id,
+                    state,
+                )
+                return self._adopt(context, run), state
+            self.log.warning(
+                "Run %s of an earlier try ended %s: starting a new run (restart_failed_runs=True)",
+                run.bench_result_id,
+                state,
+            )
+        elif store is None:
+            self.log.info(
+                "No task state store (Airflow < 3.3): a retry of this task cannot re-attach to its run"
+            )
         run = self.start_run(context)
-        return run.to_xcom()
+        _store_set(store, run.to_xcom(), self.log)
+        return self._adopt(context, run), None
+
+    def _adopt(self, context: Context, run: StartedRun) -> StartedRun:
+        self._active_run = run
+        ti = context.get("ti") if hasattr(context, "get") else None
+        if ti is not None:
+            ti.xcom_push(key=RUN_RECORD_KEY, value=run.to_xcom())
+        LoadTestReportLink.publish(context, run.report_url)
+        return run
 
     def start_run(self, context: Context) -> StartedRun:
-        """Check the rendered arguments, resolve the template, start the run and publish its link."""
+        """Check the rendered arguments, resolve the template and start the run (one POST)."""
         from airflow_provider_loadtest.runs import StartedRun
 
         scenario_id = validate_path_id("scenario_id", self.scenario_id)
@@ -119,6 +258,7 @@ class RunScenarioOperator(BaseOperator):
             workspace_id=workspace_id,
             test_name=self.test_name,
             settings=self.hook.settings,
+            started_at=time.time(),
         )
         self.log.info(
             "Started a load test of scenario %r: run %s, report %s%s",
@@ -130,8 +270,9 @@ class RunScenarioOperator(BaseOperator):
         if run.report_url:
             self.log.info("Report: %s", run.report_url)
         else:
-            self.log.info("No report link: set workspace_id on the task to get one (the service does not name it)")
-        LoadTestReportLink.publish(context, run.report_url)
+            self.log.info(
+                "No report link: set workspace_id on the task to get one (the service does not name it)"
+            )
         return run
 
     def _resolve_template_id(self, workspace_id: str | None) -> str | None:
@@ -145,12 +286,107 @@ class RunScenarioOperator(BaseOperator):
         template = require_template(
             self.hook.list_templates(workspace_id), workspace_id=workspace_id, name=self.template_name
         )
-        self.log.info("Using report template %r (id %s) of workspace %r", template.name, template.id, workspace_id)
+        self.log.info(
+            "Using report template %r (id %s) of workspace %r", template.name, template.id, workspace_id
+        )
         return validate_path_id("template_id", template.id)
 
     def _checked_properties(self) -> dict[str, str] | None:
         if not self.properties:
             return None
         if not isinstance(self.properties, Mapping):
-            raise ValueError(f"properties must be a mapping of names to values, got {type(self.properties).__name__}")
+            raise ValueError(
+                f"properties must be a mapping of names to values, got {type(self.properties).__name__}"
+            )
         return {str(key): str(value) for key, value in self.properties.items()}
+
+    # --- waiting and the verdict ---------------------------------------------------------------
+
+    def _watch_options(self, context: Context, run: StartedRun) -> WatchOptions:
+        """The wait's bounds. Deferred tasks carry their own deadline: Airflow's deferral timeout
+        would skip ``execute_complete`` and leave the run going."""
+        from airflow_provider_loadtest.watch import WatchOptions
+
+        deadlines = []
+        if self.timeout is not None:
+            deadlines.append(run.started_at + self.timeout)
+        if self.execution_timeout is not None:
+            ti = context.get("ti") if hasattr(context, "get") else None
+            task_start = getattr(ti, "start_date", None)
+            begun = task_start.timestamp() if task_start is not None else time.time()
+            deadlines.append(begun + self.execution_timeout.total_seconds())
+        return WatchOptions(
+            check_interval_s=self.check_interval,
+            deadline=min(deadlines) if deadlines else None,
+            fail_on_alarm_severity=self.fail_on_alarm_severity,
+            stop_on_alarm=self.stop_on_alarm,
+            log_every_s=max(60.0, self.check_interval),
+        )
+
+    def _watch_here(self, run: StartedRun, options: WatchOptions) -> RunOutcome:
+        """Wait on this worker. If the wait is cut short (execution_timeout, kill, shutdown), the run
+        is stopped; an API outage while polling leaves it going for a retry to re-attach to."""
+        from airflow_provider_loadtest.api.errors import LoadTestApiError
+        from airflow_provider_loadtest.watch import watch_run
+
+        try:
+            return self.hook.drive(
+                watch_run(run.bench_result_id, options, started_at=run.started_at), self.log
+            )
+        except LoadTestApiError:
+            raise
+        except BaseException:
+            self._stop_quietly(run, "the task stopped waiting for it")
+            raise
+
+    def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
+        result = {**run.to_xcom(), **outcome.summary()}
+        self._forget_run(context)
+        self._active_run = None
+        if outcome.succeeded:
+            self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
+            return result
+        from airflow.sdk.exceptions import AirflowException
+
+        ti = context.get("ti") if hasattr(context, "get") else None
+        if ti is not None:
+            ti.xcom_push(key="return_value", value=result)
+        report = f" Report: {run.report_url}" if run.report_url else ""
+        raise AirflowException(f"{outcome.message}.{report}")
+
+    def _forget_run(self, context: Context) -> None:
+        store = context.get("task_state_store") if hasattr(context, "get") else None
+        if store is not None:
+            try:
+                store.delete(RUN_RECORD_KEY)
+            except Exception as exc:
+                self.log.warning("Could not clear the run record from the task state store: %s", exc)
+
+    def _stop_quietly(self, run: StartedRun, why: str) -> None:
+        self.log.warning("Stopping run %s: %s", run.bench_result_id, why)
+        try:
+            self.hook.stop_run(run.bench_result_id)
+        except Exception as exc:
+            self.log.error("Could not stop run %s: %s (stop it in the web UI)", run.bench_result_id, exc)
+        else:
+            self.log.warning("Stopped run %s", run.bench_result_id)
+
+
+def _store_get(store: Any, log: Any) -> dict[str, Any] | None:
+    if store is None:
+        return None
+    try:
+        value = store.get(RUN_RECORD_KEY)
+    except Exception as exc:
+        log.warning("Could not read the task state store, so this try cannot re-attach: %s", exc)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _store_set(store: Any, value: dict[str, Any], log: Any) -> None:
+    if store is None:
+        return
+    try:
+        store.set(RUN_RECORD_KEY, value)
+    except Exception as exc:
+        log.warning("Could not record the run in the task state store (a retry will not re-attach): %s", exc)

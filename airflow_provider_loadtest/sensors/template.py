@@ -74,7 +74,9 @@ class TemplateSensor(BaseSensorOperator):
         if found is None:
             self.log.info(
                 "Not yet: %s",
-                describe_missing(templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id),
+                describe_missing(
+                    templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
+                ),
             )
             return PokeReturnValue(is_done=False)
         self.log.info("Found report template %r (id %s) in workspace %r", found.name, found.id, workspace_id)

@@ -38,7 +38,9 @@ class FakeConnection:
         ("https://gw.example.com:8443/x", None, 9999, "https://gw.example.com:8443/x"),
     ],
 )
-def test_base_url_normalisation(host: str | None, schema: str | None, port: int | None, expected: str) -> None:
+def test_base_url_normalisation(
+    host: str | None, schema: str | None, port: int | None, expected: str
+) -> None:
     assert normalise_base_url(host, schema, port) == expected
 
 
@@ -60,7 +62,10 @@ def test_missing_key_is_a_clear_error() -> None:
 def test_defaults_and_ui_url() -> None:
     settings = settings_from_connection(FakeConnection(host="https://lt.example.com"))
     assert settings.ui_url == "https://lt.example.com/ui"
-    assert settings.report_url("w", "p", "r") == "https://lt.example.com/ui/workspace/w/project/p/analysis/report/r"
+    assert (
+        settings.report_url("w", "p", "r")
+        == "https://lt.example.com/ui/workspace/w/project/p/analysis/report/r"
+    )
     assert (settings.connect_timeout_s, settings.read_timeout_s, settings.verify_ssl) == (10.0, 60.0, True)
 
 

@@ -1,0 +1,146 @@
+"""The async twin of ``LoadTestHook.call``, for triggers running in the triggerer's event loop.
+
+Same call descriptions, same retry policy, same answer decoding; only the transport differs (httpx,
+which Airflow already depends on). One ``httpx.AsyncClient`` per instance, reused across polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Generator
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from airflow_provider_loadtest import __version__
+from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.retry import LoggerLike, RetryPolicy, log_retry, transport_failure_detail
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.watch import Log, Sleep
+
+T = TypeVar("T")
+R = TypeVar("R")
+log = logging.getLogger(__name__)
+
+
+async def _sleep(seconds: float) -> None:
+    """Indirection so tests can check the waits without spending them."""
+    await asyncio.sleep(seconds)
+
+
+def describe_httpx_failure(exc: httpx.HTTPError) -> tuple[str, bool]:
+    """A key-free account of a failure with no HTTP answer, and whether nothing was sent."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "could not connect in time", True
+    if isinstance(exc, httpx.ConnectError):
+        return "could not connect (connection refused or host name not resolved)", True
+    if isinstance(exc, httpx.ReadTimeout):
+        return "the service did not answer in time (read timeout)", False
+    return f"the connection failed before an answer arrived ({type(exc).__name__})", False
+
+
+async def settings_for(conn_id: str) -> ConnectionSettings:
+    """Read the connection with Airflow's async API (a sync lookup fails inside the triggerer)."""
+    from airflow.sdk import BaseHook
+
+    conn = await BaseHook.aget_connection(conn_id)
+    return settings_from_connection(conn)
+
+
+class AsyncLoadTestClient:
+    """``async with AsyncLoadTestClient(settings) as client: await client.call(request)``."""
+
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        retry_policy: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._transport = transport  # tests plug in httpx.MockTransport; None = real network
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> AsyncLoadTestClient:
+        self._client = httpx.AsyncClient(
+            headers={
+                "Authorization": f"Bearer {self.settings.api_key}",
+                "Accept": "application/json",
+                "User-Agent": f"airflow-provider-loadtest/{__version__} httpx/{httpx.__version__}",
+            },
+            timeout=httpx.Timeout(self.settings.read_timeout_s, connect=self.settings.connect_timeout_s),
+            verify=self.settings.verify_ssl,
+            transport=self._transport,
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def call(self, request: ApiRequest[T]) -> T:
+        """Send ``request`` with the same retry rules as ``LoadTestHook.call``."""
+        if self._client is None:
+            raise RuntimeError("use AsyncLoadTestClient as an async context manager")
+        attempt, waited = 0, 0.0
+        while True:
+            attempt += 1
+            try:
+                response = await self._client.request(
+                    request.method,
+                    self.settings.url(request.path),
+                    params=dict(request.params) or None,
+                    json=request.json_body,
+                )
+            except httpx.HTTPError as exc:
+                failure, never_opened = describe_httpx_failure(exc)
+                safe = request.retry is RetrySafety.SAFE or never_opened
+                delay = self.retry_policy.next_delay(safe=safe, attempt=attempt, waited_s=waited)
+                if delay is None:
+                    raise request.error(None, transport_failure_detail(failure, attempt, safe)) from None
+            else:
+                delay = self.retry_policy.next_delay(
+                    safe=request.retry is RetrySafety.SAFE,
+                    attempt=attempt,
+                    waited_s=waited,
+                    status=response.status_code,
+                    retry_after=response.headers.get("Retry-After"),
+                )
+                if delay is None:
+                    return decode_answer(
+                        request,
+                        response.status_code,
+                        response.headers.get("Content-Type"),
+                        response.content,
+                        self.settings.api_key,
+                    )
+                failure = f"HTTP {response.status_code}"
+            log_retry(log, request, failure=failure, delay=delay, attempt=attempt, policy=self.retry_policy)
+            await _sleep(delay)
+            waited += delay
+
+    async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:
+        """Run a ``watch`` generator with async I/O (the twin of ``LoadTestHook.drive``)."""
+        send: Any = None
+        error: LoadTestApiError | None = None
+        while True:
+            try:
+                action = steps.throw(error) if error is not None else steps.send(send)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            send, error = None, None
+            if isinstance(action, Sleep):
+                await _sleep(action.seconds)
+            elif isinstance(action, Log):
+                logger.log(action.level, action.message)
+            else:
+                try:
+                    send = await self.call(action)
+                except LoadTestApiError as exc:
+                    error = exc

@@ -1,0 +1,274 @@
+"""Watching a run until it ends: the one place that decides what a state or an alarm list means.
+
+``watch_run`` is a generator that does no I/O: it yields what it needs done (an API call, a pause, a
+log line) and is sent the results. The worker drives it with the sync hook, the triggerer with the
+async client, so both modes poll, log, gate and time out identically.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Generator
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow_provider_loadtest.api import endpoints
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.runs import (
+    FAILED_STATES,
+    breaking_alarms,
+    check_gate_severity,
+    describe_alarms,
+    is_terminal,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.models import GlobalMetrics, ThresholdAlarm
+
+
+def alarm_record(alarm: ThresholdAlarm) -> dict[str, Any]:
+    """A threshold alarm as JSON-safe data for XCom and trigger events."""
+    return alarm.to_api()
+
+
+def metric_records(metrics: GlobalMetrics | None) -> dict[str, Any]:
+    """Headline metrics as ``{name: {"value": v, "unit": u}}``."""
+    if metrics is None or not metrics.metrics:
+        return {}
+    return {str(m.name): {"value": m.value, "unit": m.unit} for m in metrics.metrics if m.name}
+
+
+def format_metrics(records: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{name} {rec['value']}{(' ' + str(rec['unit'])) if rec.get('unit') else ''}"
+        for name, rec in records.items()
+    )
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Pause before the next poll."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Log:
+    """A line for the task log."""
+
+    message: str
+    level: int = logging.INFO
+
+
+Action = "ApiRequest[Any] | Sleep | Log"
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """How to watch a run; JSON-safe so a trigger can carry it."""
+
+    check_interval_s: float = 10.0
+    deadline: float | None = None  # epoch seconds after which the run is stopped and the task fails
+    fail_on_alarm_severity: str | None = None
+    stop_on_alarm: bool = False
+    log_every_s: float = 60.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WatchOptions:
+        return cls(**data)
+
+
+Reason = Literal["finished", "ended", "alarm", "timeout", "gate_unchecked"]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a watched run ended, and whether the task should succeed."""
+
+    bench_result_id: str
+    state: str
+    reason: Reason
+    succeeded: bool
+    message: str
+    duration_s: float
+    stopped: bool = False
+    alarms: list[dict[str, Any]] = field(default_factory=list)
+    breaking: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunOutcome:
+        return cls(**data)
+
+    def summary(self) -> dict[str, Any]:
+        """What the task returns on top of the run's ids."""
+        return {
+            "state": self.state,
+            "duration_s": round(self.duration_s, 3),
+            "alarms": self.alarms,
+            "metrics": self.metrics,
+            "stopped": self.stopped,
+        }
+
+
+class _Progress:
+    """Decides when a progress line is worth logging: on a state change, else every ``every_s``."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.last_state: str | None = None
+        self.last_at: float | None = None
+
+    def due(self, state: str, now: float) -> bool:
+        if state != self.last_state or self.last_at is None or now - self.last_at >= self.every_s:
+            self.last_state, self.last_at = state, now
+            return True
+        return False
+
+
+def watch_run(
+    bench_result_id: str,
+    options: WatchOptions,
+    *,
+    started_at: float,
+    now: Callable[[], float] | None = None,
+) -> Generator[Any, Any, RunOutcome]:
+    """Poll the run until it ends, the gate breaks or the deadline passes; return the outcome.
+
+    Yields ``ApiRequest`` (send back the parsed answer, or throw the ``LoadTestApiError``), ``Sleep``
+    and ``Log``. Stops the run itself on a broken gate or a passed deadline (best effort: a failed
+    stop is logged, never raised over the real reason).
+    """
+    now = now or time.time
+    gate = check_gate_severity(options.fail_on_alarm_severity)
+    progress = _Progress(options.log_every_s)
+    state = "UNKNOWN"
+    while True:
+        result = yield endpoints.get_bench_result(bench_result_id)
+        state = str(result.state or "UNKNOWN")
+        if is_terminal(state):
+            break
+        current = now()
+        if gate and options.stop_on_alarm and state == "RUNNING":
+            alarms = yield from _read_alarms(bench_result_id, tolerate=True)
+            broken = breaking_alarms(alarms or [], gate)
+            if broken:
+                stopped = yield from _stop(bench_result_id, f"{len(broken)} alarm(s) at or above {gate}")
+                return RunOutcome(
+                    bench_result_id=bench_result_id,
+                    state=state,
+                    reason="alarm",
+                    succeeded=False,
+                    message=f"Run {bench_result_id} broke the quality gate ({gate}) while running and was "
+                    f"stopped: {describe_alarms(broken)}",
+                    duration_s=current - started_at,
+                    stopped=stopped,
+                    alarms=alarms or [],
+                    breaking=broken,
+                )
+        if progress.due(state, current):
+            yield from _log_progress(bench_result_id, state)
+        if options.deadline is not None and current >= options.deadline:
+            stopped = yield from _stop(bench_result_id, "the task's timeout passed")
+            return RunOutcome(
+                bench_result_id=bench_result_id,
+                state=state,
+                reason="timeout",
+                succeeded=False,
+                message=f"Run {bench_result_id} was still {state} when the task's timeout passed; "
+                + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI."),
+                duration_s=current - started_at,
+                stopped=stopped,
+            )
+        pause = options.check_interval_s
+        if options.deadline is not None:
+            pause = max(0.0, min(pause, options.deadline - current))
+        yield Sleep(pause)
+
+    ended_at = now()
+    alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None)
+    metrics = yield from _read_metrics(bench_result_id)
+    base: dict[str, Any] = {
+        "bench_result_id": bench_result_id,
+        "state": state,
+        "duration_s": ended_at - started_at,
+        "alarms": alarms or [],
+        "metrics": metrics,
+    }
+    if metrics:
+        yield Log(f"Run {bench_result_id} ended {state}: {format_metrics(metrics)}")
+    if state in FAILED_STATES:
+        why = "was aborted from outside" if state == "ABORTED" else "failed in the service"
+        return RunOutcome(
+            reason="ended", succeeded=False, message=f"Run {bench_result_id} {why} (state {state})", **base
+        )
+    if alarms is None:
+        return RunOutcome(
+            reason="gate_unchecked",
+            succeeded=False,
+            message=f"Run {bench_result_id} FINISHED but its threshold alarms could not be read, so the "
+            f"{gate} quality gate could not be checked",
+            **base,
+        )
+    broken = breaking_alarms(alarms, gate)
+    if broken:
+        return RunOutcome(
+            reason="alarm",
+            succeeded=False,
+            breaking=broken,
+            message=f"Run {bench_result_id} FINISHED but broke the quality gate ({gate}): "
+            + describe_alarms(broken),
+            **base,
+        )
+    return RunOutcome(reason="finished", succeeded=True, message=f"Run {bench_result_id} FINISHED", **base)
+
+
+def _read_alarms(bench_result_id: str, *, tolerate: bool) -> Generator[Any, Any, list[dict[str, Any]] | None]:
+    """The run's alarms; ``None`` when they could not be read (an error only matters with a gate)."""
+    try:
+        alarms = yield endpoints.get_threshold_alarms(bench_result_id)
+    except LoadTestApiError as exc:
+        yield Log(f"Could not read the threshold alarms of run {bench_result_id}: {exc}", logging.WARNING)
+        return [] if tolerate else None
+    return [alarm_record(a) for a in alarms]
+
+
+def _read_metrics(bench_result_id: str) -> Generator[Any, Any, dict[str, Any]]:
+    try:
+        metrics = yield endpoints.get_global_metrics(bench_result_id)
+    except LoadTestApiError as exc:
+        yield Log(f"Could not read the metrics of run {bench_result_id}: {exc}", logging.WARNING)
+        return {}
+    return metric_records(metrics)
+
+
+def _log_progress(bench_result_id: str, state: str) -> Generator[Any, Any, None]:
+    """One readable line: state, percent done and the live headline metrics (best effort)."""
+    parts = [f"Run {bench_result_id}: {state}"]
+    try:
+        progress = yield endpoints.get_progress(bench_result_id)
+        parts.append(f"{progress.percent:.0f}% done")
+    except LoadTestApiError:
+        pass
+    if state == "RUNNING":
+        metrics = yield from _read_metrics(bench_result_id)
+        if metrics:
+            parts.append(format_metrics(metrics))
+    yield Log(", ".join(parts))
+
+
+def _stop(bench_result_id: str, why: str) -> Generator[Any, Any, bool]:
+    yield Log(f"Stopping run {bench_result_id}: {why}", logging.WARNING)
+    try:
+        yield endpoints.stop_run(bench_result_id)
+    except LoadTestApiError as exc:
+        yield Log(f"Could not stop run {bench_result_id}: {exc}", logging.ERROR)
+        return False
+    return True
