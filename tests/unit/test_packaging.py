@@ -58,7 +58,8 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         "import sys\n"
         "from airflow.sdk import BaseOperator, BaseSensorOperator, BaseOperatorLink, PokeReturnValue\n"
         "before = set(sys.modules)\n"
-        "import airflow_provider_loadtest.operators.run_scenario, airflow_provider_loadtest.sensors.template\n"
+        "import airflow_provider_loadtest.operators.run_scenario\n"
+        "import airflow_provider_loadtest.sensors.template\n"
         "print('MODULES:' + ','.join(sorted(set(sys.modules) - before)))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
