@@ -1,0 +1,508 @@
+"""The simulator's state: runs and their state machine, reports, print tasks, all driven by a clock.
+
+Nothing here knows HTTP: the app turns :class:`SimulatorError` into status codes and domain objects into
+the service's JSON. Everything is deterministic given the seed and the clock.
+
+A run walks CREATED, PENDING, SCALING, PREPARING, INITIALIZING (5 % of its duration each), then RUNNING
+(the remaining 75 %), and ends FINISHED; a scenario with ``outcome: ERROR`` ends in ERROR where
+INITIALIZING would start, one with ``outcome: ABORTED`` half-way through RUNNING; ``stop`` aborts it.
+Progress is 0 until RUNNING, then grows linearly to 100; it freezes when the run aborts.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from xml.etree import ElementTree as ET
+
+from airflow_provider_loadtest.simulator.faults import FaultInjector, FaultSpec
+from airflow_provider_loadtest.simulator.recorder import Recorder
+from airflow_provider_loadtest.simulator.seed import (
+    AlarmSpec,
+    ScenarioSpec,
+    Seed,
+    SettingsSpec,
+    TaskResultShape,
+    load_seed,
+)
+
+PHASES: tuple[tuple[str, float], ...] = (
+    ("CREATED", 0.00),
+    ("PENDING", 0.05),
+    ("SCALING", 0.10),
+    ("PREPARING", 0.15),
+    ("INITIALIZING", 0.20),
+    ("RUNNING", 0.25),
+)
+RUNNING_FROM = 0.25
+ERROR_AT = 0.20
+ABORT_AT = RUNNING_FROM + (1 - RUNNING_FROM) / 2
+TERMINAL_STATES = frozenset({"FINISHED", "ABORTED", "ERROR"})
+
+
+class SimulatorError(Exception):
+    """A refusal the app answers with ``status`` and a short text body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds, monotonic."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+
+class FakeClock:
+    """A clock tests move by hand: ``clock.advance(3)``."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+
+@dataclass
+class Run:
+    id: str
+    number: int
+    scenario: ScenarioSpec
+    report_id: str
+    started_at: float
+    duration: float
+    properties: dict[str, str]
+    stopped_at: float | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def fraction(self, now: float) -> float:
+        """How far through its duration the run is (0-1), frozen when it stopped or failed."""
+        end = now if self.stopped_at is None else min(now, self.stopped_at)
+        value = max(0.0, (end - self.started_at) / self.duration)
+        if self.scenario.outcome == "ERROR":
+            value = min(value, ERROR_AT)
+        elif self.scenario.outcome == "ABORTED":
+            value = min(value, ABORT_AT)
+        return min(value, 1.0)
+
+    def state(self, now: float) -> str:
+        elapsed = (now - self.started_at) / self.duration
+        natural = self._natural_state(elapsed)
+        if self.stopped_at is not None and now >= self.stopped_at:
+            stopped_state = self._natural_state((self.stopped_at - self.started_at) / self.duration)
+            if stopped_state not in TERMINAL_STATES:
+                return "ABORTED"
+            return stopped_state
+        return natural
+
+    def _natural_state(self, elapsed: float) -> str:
+        if self.scenario.outcome == "ERROR" and elapsed >= ERROR_AT:
+            return "ERROR"
+        if self.scenario.outcome == "ABORTED" and elapsed >= ABORT_AT:
+            return "ABORTED"
+        if elapsed >= 1.0:
+            return "FINISHED"
+        current = "CREATED"
+        for name, start in PHASES:
+            if elapsed >= start:
+                current = name
+        return current
+
+    def progress(self, now: float) -> float:
+        fraction = self.fraction(now)
+        if fraction <= RUNNING_FROM:
+            return 0.0
+        return round(min(100.0, (fraction - RUNNING_FROM) / (1 - RUNNING_FROM) * 100), 1)
+
+    def reached_running(self, now: float) -> bool:
+        return self.fraction(now) >= RUNNING_FROM and self.state(now) != "ERROR"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Alarm:
+    id: str
+    severity: str
+    name: str
+    message: str
+
+
+@dataclass
+class Report:
+    id: str
+    project_id: str
+    name: str
+    description: str
+    run_id: str
+    configs: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    template_id: str | None
+
+
+@dataclass
+class PrintTask:
+    id: str
+    report_id: str
+    shape: TaskResultShape
+    pending_polls: int
+    fails: bool
+    polls: int = 0
+    filename: str | None = None
+
+
+FAILED_STACK_TRACE = (
+    "com.octoperf.report.print.PrintException: Report rendering failed: headless browser timed out\n"
+    + "".join(
+        f"\tat com.octoperf.report.print.ChromePrinter.render{i}(ChromePrinter.java:{100 + 7 * i})\n"
+        for i in range(40)
+    )
+    + "Caused by: java.util.concurrent.TimeoutException: page did not load within 120000 ms\n"
+    + "".join(
+        f"\tat java.base/java.util.concurrent.FutureTask.get(FutureTask.java:{200 + i})\n" for i in range(20)
+    )
+)
+
+
+class SimulatorState:
+    """Everything the simulator knows; thread-safe (requests arrive on the server thread)."""
+
+    def __init__(
+        self,
+        seed: Seed | dict[str, Any] | str | None = None,
+        *,
+        clock: Clock | None = None,
+        run_seconds: float | None = None,
+    ) -> None:
+        self.seed = load_seed(seed)
+        self.clock: Clock = clock or SystemClock()
+        self.run_seconds = run_seconds
+        self.settings: SettingsSpec = self.seed.settings.model_copy()
+        self.recorder = Recorder()
+        self.faults = FaultInjector(list(self.seed.faults), seed=self.settings.fault_seed)
+        self._lock = threading.RLock()
+        self.runs: dict[str, Run] = {}
+        self.reports: dict[str, Report] = {}
+        self.tasks: dict[str, PrintTask] = {}
+        self._counter = 0
+        self._task_counter = 0
+
+    # --- administration ---------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to the seed: no runs, reports, tasks or recorded requests; the seed's faults only."""
+        with self._lock:
+            self.runs.clear()
+            self.reports.clear()
+            self.tasks.clear()
+            self._counter = 0
+            self._task_counter = 0
+            self.settings = self.seed.settings.model_copy()
+            self.recorder.clear()
+            self.faults.clear()
+            for rule in self.seed.faults:
+                self.faults.add(rule)
+
+    def add_fault(self, rule: FaultSpec) -> FaultSpec:
+        return self.faults.add(rule)
+
+    def is_valid_key(self, key: str) -> bool:
+        return key in self.seed.api_keys
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    # --- lookups ----------------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> Run:
+        with self._lock:
+            found = self.runs.get(run_id)
+        if found is None:
+            raise SimulatorError(404, f"Unknown bench result: {run_id}")
+        return found
+
+    def scenario_of(self, route: str | None, params: dict[str, str], body: Any) -> str | None:
+        """The scenario a request concerns, for faults scoped to a scenario (best effort)."""
+        if route == "run_scenario":
+            return params.get("scenario_id")
+        run_id = params.get("bench_result_id")
+        if route == "threshold_alarms" and isinstance(body, dict):
+            metric = body.get("metric")
+            if isinstance(metric, dict) and isinstance(metric.get("benchResultId"), str):
+                run_id = metric["benchResultId"]
+        if route == "create_task" and isinstance(body, dict):
+            report = self.reports.get(str(body.get("benchReportId")))
+            run_id = report.run_id if report else None
+        if route == "task_result":
+            task = self.tasks.get(params.get("task_id", ""))
+            report = self.reports.get(task.report_id) if task else None
+            run_id = report.run_id if report else None
+        with self._lock:
+            run = self.runs.get(run_id or "")
+        return run.scenario.id if run else None
+
+    def templates_of(self, workspace_id: str) -> list[dict[str, Any]]:
+        if not any(w.id == workspace_id for w in self.seed.workspaces):
+            raise SimulatorError(404, f"Unknown workspace: {workspace_id}")
+        return [t for t in self.seed.templates if t["workspaceId"] == workspace_id]
+
+    # --- runs -------------------------------------------------------------------------------------
+
+    def duration_of(self, scenario: ScenarioSpec) -> float:
+        base = self.run_seconds
+        if base is None:
+            base = scenario.duration_seconds or self.settings.run_seconds
+        return base * scenario.duration_factor
+
+    def start_run(
+        self,
+        scenario_id: str,
+        *,
+        template_id: str | None = None,
+        name: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> tuple[Run, Report]:
+        scenario = self.seed.scenario(scenario_id)
+        if scenario is None:
+            raise SimulatorError(404, f"Unknown scenario: {scenario_id}")
+        project = self.seed.project(scenario.project_id)
+        assert project is not None  # the seed checks references
+        template: dict[str, Any] | None = None
+        if template_id is not None:
+            template = self.seed.template(template_id)
+            if template is None or template["workspaceId"] != project.workspace_id:
+                raise SimulatorError(
+                    404, f"Unknown template in workspace {project.workspace_id}: {template_id}"
+                )
+        with self._lock:
+            self._counter += 1
+            number = self._counter
+            run_id, report_id = f"br-{number}", f"report-{number}"
+            run = Run(
+                id=run_id,
+                number=number,
+                scenario=scenario,
+                report_id=report_id,
+                started_at=self.clock.now(),
+                duration=self.duration_of(scenario),
+                properties=dict(properties or {}),
+            )
+            report = Report(
+                id=report_id,
+                project_id=project.id,
+                name=name or (template["name"] if template else f"{scenario.name} report"),
+                description=str(template.get("description", "")) if template else "",
+                run_id=run_id,
+                configs=_with_run_id(template.get("configs", []) if template else [], run_id),
+                items=_with_run_id(template.get("items", []) if template else [], run_id),
+                template_id=template_id,
+            )
+            self.runs[run_id] = run
+            self.reports[report_id] = report
+        return run, report
+
+    def stop(self, run_id: str) -> str:
+        """Abort an active run; a finished one is left as it is. Returns the state after the call."""
+        run = self.run(run_id)
+        with self._lock:
+            now = self.clock.now()
+            if run.state(now) not in TERMINAL_STATES and run.stopped_at is None:
+                run.stopped_at = now
+            return run.state(now)
+
+    def metrics(self, run_id: str) -> list[Metric]:
+        run = self.run(run_id)
+        profile = run.scenario.metrics
+        progress = run.progress(self.clock.now())
+        seconds = profile.simulated_seconds * progress / 100
+        hits = math.floor(profile.hits_per_second * seconds)
+        errors = math.floor(hits * profile.error_rate)
+        active = progress > 0 and run.state(self.clock.now()) == "RUNNING"
+        # A small deterministic wobble keeps live figures from looking frozen.
+        wobble = 1 + 0.05 * math.sin(progress / 7) if hits else 0
+        return [
+            Metric("Hits", float(hits), "hits"),
+            Metric("Errors", float(errors), "errors"),
+            Metric("Average response time", round(profile.avg_response_time_ms * wobble, 1), "ms"),
+            Metric("Hit rate", round(profile.hits_per_second * wobble, 1) if active else 0.0, "hits/s"),
+            Metric(
+                "Throughput",
+                round(profile.hits_per_second * profile.response_kb / 1024 * wobble, 2) if active else 0.0,
+                "MB/s",
+            ),
+        ]
+
+    def alarms(self, run_id: str) -> list[Alarm]:
+        run = self.run(run_id)
+        now = self.clock.now()
+        if not run.reached_running(now):
+            return []
+        progress = run.progress(now)
+        return [_alarm(spec, progress) for spec in run.scenario.alarms]
+
+    def junit_xml(self, run_id: str) -> str:
+        run = self.run(run_id)
+        alarms = self.alarms(run_id)
+        failures = [a for a in alarms if a.severity == "CRITICAL"]
+        suite = ET.Element(
+            "testsuite",
+            name=run.scenario.name,
+            tests=str(len(alarms)),
+            failures=str(len(failures)),
+            errors="0",
+            skipped="0",
+            time=f"{run.scenario.metrics.simulated_seconds * run.progress(self.clock.now()) / 100:.1f}",
+        )
+        properties = ET.SubElement(suite, "properties")
+        for prop, value in (
+            ("benchResultId", run.id),
+            ("scenarioId", run.scenario.id),
+            ("state", self.state_of(run)),
+        ):
+            ET.SubElement(properties, "property", name=prop, value=value)
+        for alarm in alarms:
+            case = ET.SubElement(suite, "testcase", classname=run.scenario.id, name=alarm.name, time="0")
+            if alarm.severity == "CRITICAL":
+                failure = ET.SubElement(case, "failure", message=alarm.message, type=alarm.severity)
+                failure.text = f"{alarm.name}: {alarm.message}"
+            elif alarm.severity == "WARNING":
+                out = ET.SubElement(case, "system-out")
+                out.text = f"WARNING {alarm.name}: {alarm.message}"
+        root = ET.Element("testsuites", name=f"Load test {run.id}")
+        root.append(suite)
+        return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+    def state_of(self, run: Run) -> str:
+        return run.state(self.clock.now())
+
+    # --- logs -------------------------------------------------------------------------------------
+
+    def log_files(self, run_id: str) -> list[str]:
+        run = self.run(run_id)
+        names = sorted(run.files)
+        names += ["junit.xml", "jmeter.log"] + [f"agent-{i}.log" for i in range(1, run.scenario.agents + 1)]
+        return names
+
+    def log_file(self, run_id: str, filename: str) -> tuple[bytes, str]:
+        """A file of a run and its media type."""
+        run = self.run(run_id)
+        if filename in run.files:
+            return run.files[filename], "application/pdf"
+        if filename == "junit.xml":
+            return self.junit_xml(run_id).encode(), "application/xml"
+        if filename == "jmeter.log" or (
+            filename.startswith("agent-")
+            and filename.endswith(".log")
+            and filename[6:-4].isdigit()
+            and 1 <= int(filename[6:-4]) <= run.scenario.agents
+        ):
+            return self._log_text(run, filename).encode(), "text/plain"
+        raise SimulatorError(404, f"Unknown file of bench result {run_id}: {filename}")
+
+    def _log_text(self, run: Run, filename: str) -> str:
+        now = self.clock.now()
+        lines = [f"{filename} of {run.id} (scenario {run.scenario.id})"]
+        for phase, start in PHASES:
+            if run.fraction(now) >= start:
+                lines.append(f"+{start * run.duration:7.2f}s INFO state {phase}")
+        lines.append(f"current state {run.state(now)}, progress {run.progress(now)} %")
+        return "\n".join(lines) + "\n"
+
+    # --- print tasks ------------------------------------------------------------------------------
+
+    def create_print_task(self, report_id: str) -> PrintTask:
+        with self._lock:
+            report = self.reports.get(report_id)
+            if report is None:
+                raise SimulatorError(404, f"Unknown bench report: {report_id}")
+            run = self.runs[report.run_id]
+            self._task_counter += 1
+            task = PrintTask(
+                id=f"task-{self._task_counter}",
+                report_id=report_id,
+                shape=self.settings.task_result_shape,
+                pending_polls=self.settings.task_pending_polls,
+                fails=self.settings.task_fails or run.scenario.print_fails,
+            )
+            self.tasks[task.id] = task
+            return task
+
+    def poll_task(self, task_id: str) -> tuple[PrintTask, str]:
+        """Count a poll; returns the task and its status: PENDING, SUCCESS or FAILED."""
+        with self._lock:
+            task = self.tasks.get(task_id)
+            if task is None:
+                raise SimulatorError(404, f"Unknown task: {task_id}")
+            task.polls += 1
+            if task.polls <= task.pending_polls:
+                return task, "PENDING"
+            if task.fails:
+                return task, "FAILED"
+            if task.filename is None:
+                report = self.reports[task.report_id]
+                run = self.runs[report.run_id]
+                task.filename = f"{report.id}.pdf"
+                run.files[task.filename] = self._render_pdf(report, run)
+            return task, "SUCCESS"
+
+    def _render_pdf(self, report: Report, run: Run) -> bytes:
+        from airflow_provider_loadtest.simulator.pdf import render_pdf
+
+        now = self.clock.now()
+        lines = [
+            f"Report: {report.name} ({report.id})",
+            f"Scenario: {run.scenario.name} ({run.scenario.id})",
+            f"Project: {report.project_id}",
+            f"Bench result: {run.id}",
+            f"State: {run.state(now)}",
+            f"Progress: {run.progress(now)} %",
+            "",
+            "Headline metrics",
+        ]
+        lines += [f"  {m.name}: {m.value:g} {m.unit}" for m in self.metrics(run.id)]
+        lines += ["", "Threshold alarms"]
+        alarms = self.alarms(run.id)
+        lines += [f"  [{a.severity}] {a.name}: {a.message}" for a in alarms] or ["  none"]
+        if report.description:
+            lines += ["", report.description]
+        return render_pdf(report.name, lines)
+
+
+def _alarm(spec: AlarmSpec, progress: float) -> Alarm:
+    severity = spec.severity if progress >= spec.from_progress else "PASSED"
+    message = spec.message if severity == spec.severity else f"{spec.name}: within threshold"
+    return Alarm(id=spec.id, severity=severity, name=spec.name, message=message)
+
+
+def _with_run_id(values: list[Any], run_id: str) -> list[Any]:
+    """Copy template parts, pointing every ``benchResultId`` at the new run (as the service does)."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: (run_id if k == "benchResultId" else walk(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return [walk(v) for v in values]
