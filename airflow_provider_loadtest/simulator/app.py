@@ -318,7 +318,11 @@ def _add_runtime_routes(api: APIRouter, state: SimulatorState) -> None:
     @api.get("/runtime/bench-results/progress/{bench_result_id}", name="get_progress", tags=["runtime"])
     async def get_progress(bench_result_id: str) -> Response:
         run = state.run(bench_result_id)
-        return _json(Progress.from_api({"value": run.progress(state.now())}).to_api())
+        percent = run.progress(state.now())
+        value: float = (
+            round(percent / 100, 4) if state.settings.progress_scale == "fraction" else int(percent)
+        )
+        return _json(Progress.from_api({"value": value}).to_api())
 
     @api.get("/runtime/bench-results/{bench_result_id}", name="get_bench_result", tags=["runtime"])
     async def get_bench_result(bench_result_id: str) -> Response:

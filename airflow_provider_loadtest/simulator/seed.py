@@ -86,6 +86,8 @@ class SettingsSpec(SeedModel):
     task_pending_polls: int = Field(default=2, ge=0)
     """How many polls of a print task answer "pending" before it is done."""
     task_fails: bool = False
+    progress_scale: Literal["percent", "fraction"] = "percent"
+    """How progress is answered: an integer 0-100 (the service), or a float 0-1 (one document says so)."""
     fault_seed: int = 0
     """Seed of the random generator behind probabilistic faults."""
 

@@ -27,15 +27,24 @@ TIMEOUT = 5  # seconds, for every HTTP call
 DURATION = 6.0  # the default seed's run duration, walked with a fake clock
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def sim(clock: FakeClock) -> Iterator[SimulatorHandle]:
-    with run_simulator(clock=clock) as handle:
+@pytest.fixture(scope="module")
+def shared_sim() -> Iterator[SimulatorHandle]:
+    """One server for the module (starting and stopping uvicorn costs ~0.2 s); each test resets it."""
+    with run_simulator(clock=FakeClock()) as handle:
         yield handle
+
+
+@pytest.fixture
+def clock(shared_sim: SimulatorHandle) -> FakeClock:
+    fake = FakeClock()
+    shared_sim.reset()
+    shared_sim.state.clock = fake
+    return fake
+
+
+@pytest.fixture
+def sim(shared_sim: SimulatorHandle, clock: FakeClock) -> SimulatorHandle:
+    return shared_sim
 
 
 @pytest.fixture
@@ -272,7 +281,7 @@ def test_failing_scenario_ends_in_error_after_preparing(
     assert _state(http, sim, run_id) == "ERROR"
     clock.advance(DURATION)
     assert _state(http, sim, run_id) == "ERROR"
-    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json() == {"value": 0.0}
+    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json() == {"value": 0}
     assert _alarms(http, sim, run_id) == []
 
 
@@ -294,6 +303,15 @@ def test_stop_aborts_an_active_run_and_leaves_a_finished_one(
     assert _post(http, sim, f"/runtime/bench-results/stop/{done}").status_code == 200
     assert _post(http, sim, f"/runtime/bench-results/stop/{active}").status_code == 200
     assert _state(http, sim, done) == "FINISHED"
+
+
+def test_progress_scales(http: requests.Session, sim: SimulatorHandle, clock: FakeClock) -> None:
+    run_id = _start(http, sim)["benchResultIds"][0]
+    clock.advance(DURATION * 0.625)  # half-way through RUNNING
+    percent = _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"]
+    assert percent == 50 and isinstance(percent, int)
+    requests.post(sim.url + "/_simulator/settings", json={"progressScale": "fraction"}, timeout=TIMEOUT)
+    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"] == 0.5
 
 
 # --- pass or fail ----------------------------------------------------------------------------------
@@ -481,9 +499,14 @@ def test_fault_delay(http: requests.Session, sim: SimulatorHandle) -> None:
     started = time.monotonic()
     assert _get(http, sim, "/workspaces/member-of").status_code == 200
     assert time.monotonic() - started >= 0.4
+    sim.set_fault("delay", route="member_of", delay_seconds=1.0, count=1)
     with pytest.raises(requests.Timeout):
-        sim.set_fault("delay", route="member_of", delay_seconds=1.5, count=1)
         http.get(sim.url + "/workspaces/member-of", timeout=0.3)
+    # The server still answers the abandoned request; wait for it so the next test starts clean.
+    deadline = time.monotonic() + 5
+    while len(sim.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [r.fault for r in sim.requests] == ["delay", "delay"]
 
 
 def test_fault_drop_is_a_connection_error(http: requests.Session, sim: SimulatorHandle) -> None:
