@@ -51,8 +51,17 @@ with DAG(
         template_id=wait_for_template.output,  # the id the sensor found
         workspace_id=WORKSPACE_ID,  # lets the task build the "Load test report" link
         test_name="nightly {{ ds }}",  # how the run is named in the service's result list
-        # A retry must not start a second (billed) load test: leave retries to a person for now.
-        retries=0,
+        # The task fails when any threshold alarm of the run is CRITICAL: a slow night gets noticed.
+        fail_on_alarm_severity="CRITICAL",
+        # Past two hours something is wrong: the run is stopped (no runaway bill) and the task fails.
+        timeout=timedelta(hours=2),
+        # Safe to retry: a retry re-attaches to the run the failed try started (or keeps its verdict
+        # if it FINISHED) instead of starting a second, billed load test; only a run that ended in
+        # ERROR or ABORTED is started again.
+        retries=2,
+        retry_delay=timedelta(minutes=2),
+        # Waiting happens on the worker, or in the triggerer when [operators] default_deferrable is
+        # true in your airflow.cfg; pass deferrable=True to force it.
     )
 
     wait_for_template >> run_load_test

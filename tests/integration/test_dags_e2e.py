@@ -1,0 +1,160 @@
+"""Every example DAG, and the run lifecycle, in a real Airflow against the local simulator.
+
+Each test runs ``airflow dags test`` in a subprocess (a real scheduler loop, task runner and, for
+deferrable tasks, triggerer) with the connection pointing at a simulator served on 127.0.0.1, then
+asserts the DAG run's outcome and what the simulator received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
+from tests.integration.airflow_run import AirflowHome, DagRunResult, connection_env
+
+pytestmark = pytest.mark.integration
+
+RUN_SECONDS = 3.0
+EXAMPLE_DAGS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "example_dags").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> AirflowHome:
+    return AirflowHome(tmp_path_factory.mktemp("airflow-home"))
+
+
+@pytest.fixture
+def sim() -> Iterator[SimulatorHandle]:
+    with run_simulator(run_seconds=RUN_SECONDS) as handle:
+        yield handle
+
+
+def _run(
+    airflow_home: AirflowHome, sim: SimulatorHandle, dag_id: str, tmp_path: Path, **env: str
+) -> DagRunResult:
+    extra = connection_env(sim.url, sim.api_key)
+    extra["AIRFLOW_VAR_LOADTEST_REPORT_FOLDER"] = tmp_path.as_uri()
+    extra.update(env)
+    return airflow_home.dags_test(dag_id, extra)
+
+
+def _assert_every_call_authenticated(sim: SimulatorHandle) -> None:
+    assert sim.requests
+    assert all(r.authorized for r in sim.requests), [r for r in sim.requests if not r.authorized]
+
+
+def _dag_id(example: str) -> str:
+    return example  # example files are named after their dag_id
+
+
+@pytest.mark.parametrize("example", EXAMPLE_DAGS)
+def test_example_dag_runs_end_to_end(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, example: str
+) -> None:
+    result = _run(airflow_home, sim, _dag_id(example), tmp_path)
+    assert result.succeeded, result.output[-6000:]
+    (start,) = sim.starts()
+    assert start.query.get("templateId") == "tpl-nightly"
+    (run,) = sim.runs()
+    assert run.state(sim.state.now()) == "FINISHED"
+    _assert_every_call_authenticated(sim)
+    returned = result.xcom(_dag_id(example), "run_load_test")
+    assert returned["template_id"] == "tpl-nightly"
+    assert returned["state"] == "FINISHED"
+    assert returned["report_url"].endswith(
+        "/ui/workspace/demo-workspace/project/demo-project/analysis/report/" + returned["report_id"]
+    )
+
+
+@pytest.mark.parametrize("deferrable", ["0", "1"], ids=["sync", "deferrable"])
+def test_finished_run_succeeds_in_both_modes(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, deferrable: str
+) -> None:
+    result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_DEFERRABLE=deferrable)
+    assert result.succeeded, result.output[-6000:]
+    assert len(sim.starts()) == 1
+    returned = result.xcom("loadtest_e2e_lifecycle", "run_load_test")
+    assert returned["state"] == "FINISHED"
+    assert returned["alarms"] and all(a["severity"] == "PASSED" for a in returned["alarms"])
+    assert (
+        result.xcom("loadtest_e2e_lifecycle", "run_load_test", "_link_LoadTestReportLink")
+        == returned["report_url"]
+    )
+    if deferrable == "1":
+        assert "Deferring: the triggerer watches run" in result.output
+    _assert_every_call_authenticated(sim)
+
+
+@pytest.mark.parametrize("deferrable", ["0", "1"], ids=["sync", "deferrable"])
+def test_run_ending_in_error_fails_the_task(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, deferrable: str
+) -> None:
+    result = _run(
+        airflow_home,
+        sim,
+        "loadtest_e2e_lifecycle",
+        tmp_path,
+        LOADTEST_E2E_SCENARIO="failing-scenario",
+        LOADTEST_E2E_DEFERRABLE=deferrable,
+    )
+    assert not result.succeeded
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"][0] == "failed"
+    assert "failed in the service (state ERROR)" in result.output
+    assert len(sim.starts()) == 1
+
+
+@pytest.mark.parametrize("deferrable", ["0", "1"], ids=["sync", "deferrable"])
+def test_critical_alarm_breaks_the_gate(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, deferrable: str
+) -> None:
+    result = _run(
+        airflow_home,
+        sim,
+        "loadtest_e2e_lifecycle",
+        tmp_path,
+        LOADTEST_E2E_SCENARIO="critical-scenario",
+        LOADTEST_E2E_GATE="CRITICAL",
+        LOADTEST_E2E_DEFERRABLE=deferrable,
+    )
+    assert not result.succeeded
+    assert "broke the quality gate (CRITICAL)" in result.output
+    returned = result.xcom("loadtest_e2e_lifecycle", "run_load_test")
+    assert {a["severity"] for a in returned["alarms"]} >= {"CRITICAL", "PASSED"}
+
+
+def test_retry_reattaches_after_first_try_lost_the_run(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """The first try dies while the test runs (its status call fails); the retry must not start another."""
+    sim.set_fault("error", route="get_bench_result", status=500, count=1)
+    result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_RETRIES="1")
+    assert result.succeeded, result.output[-6000:]
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("success", 2)
+    assert "Re-attaching to run" in result.output
+    assert len(sim.starts()) == 1
+
+
+def test_killed_first_try_stops_its_run_and_retry_starts_fresh(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """execution_timeout kills the first try mid-run: its run is stopped, the retry starts a new one."""
+    result = _run(
+        airflow_home,
+        sim,
+        "loadtest_e2e_lifecycle",
+        tmp_path,
+        LOADTEST_E2E_SCENARIO="slow-scenario",
+        LOADTEST_E2E_EXECUTION_TIMEOUT="6",
+        LOADTEST_E2E_RETRIES="1",
+    )
+    assert not result.succeeded  # the slow run outlives the retry's timeout too
+    assert len(sim.starts()) == 2
+    first, second = sim.runs()
+    stopped = {r.path.rsplit("/", 1)[-1] for r in sim.requests if r.route == "stop_run"}
+    assert first.id in stopped  # killed try stopped its run...
+    assert first.state(sim.state.now()) == "ABORTED"  # ...so the retry started afresh
+    assert second.id in stopped  # and the retry's run was stopped when its own timeout hit
+    assert "Stopping run" in result.output
