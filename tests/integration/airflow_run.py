@@ -45,7 +45,8 @@ class DagRunResult:
 
     def xcom(self, dag_id: str, task_id: str, key: str = "return_value") -> Any:
         rows = self._query(
-            "SELECT value FROM xcom WHERE dag_id = ? AND task_id = ? AND key = ? ORDER BY dag_run_id DESC LIMIT 1",
+            "SELECT value FROM xcom WHERE dag_id = ? AND task_id = ? AND key = ? "
+            "ORDER BY dag_run_id DESC LIMIT 1",
             dag_id,
             task_id,
             key,
@@ -88,6 +89,7 @@ class AirflowHome:
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             argv,
+            check=False,
             env=self.env(extra),
             capture_output=True,
             text=True,
