@@ -18,10 +18,14 @@ import requests
 
 from airflow_provider_loadtest.simulator import FakeClock, SimulatorHandle, load_seed, run_simulator
 
+# The plugin's fixtures, imported rather than registered with ``pytest_plugins``: the package's pytest11
+# entry point registers the same module, and pluggy refuses a module registered under two names.
+from airflow_provider_loadtest.simulator.pytest_plugin import (  # noqa: F401
+    loadtest_connection_env,
+    loadtest_simulator,
+)
+
 pytestmark = pytest.mark.integration
-# The plugin is also registered by the package's pytest11 entry point; naming it here keeps this file
-# self-contained (pytest registers a plugin module once).
-pytest_plugins = ["airflow_provider_loadtest.simulator.pytest_plugin"]
 
 TIMEOUT = 5  # seconds, for every HTTP call
 DURATION = 6.0  # the default seed's run duration, walked with a fake clock
@@ -621,7 +625,7 @@ def test_concurrent_clients(sim: SimulatorHandle) -> None:
 # --- pytest plugin, CLI, import cost ---------------------------------------------------------------
 
 
-def test_pytest_plugin_fixtures(loadtest_connection_env: SimulatorHandle) -> None:
+def test_pytest_plugin_fixtures(loadtest_connection_env: SimulatorHandle) -> None:  # noqa: F811
     conn = json.loads(os.environ["AIRFLOW_CONN_LOADTEST_DEFAULT"])
     assert conn["host"] == loadtest_connection_env.url
     assert conn["password"] == "sim-api-key"
