@@ -1,4 +1,9 @@
-"""Running DAGs in a real Airflow (``airflow dags test`` in a subprocess) and reading what happened."""
+"""Run DAGs in a throwaway local Airflow (``airflow dags test``) and read back what happened.
+
+Used by ``make demo`` and the end-to-end tests, and handy in your own DAG tests: a real scheduler loop,
+task runner and triggerer, each run in a subprocess, with results read from the metadata database.
+Imports nothing heavy: Airflow runs in the subprocesses.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
-DAG_SOURCES = [ROOT / "example_dags", Path(__file__).with_name("dags")]
 
 
 @dataclass
 class DagRunResult:
+    """What ``airflow dags test`` did: its exit code and output, and the database to query."""
+
     returncode: int
     output: str
     seconds: float
@@ -58,18 +63,19 @@ class DagRunResult:
 
 
 class AirflowHome:
-    """A throwaway, migrated AIRFLOW_HOME whose DAGs folder holds the example and test DAGs."""
+    """A migrated AIRFLOW_HOME (SQLite) in ``path`` whose DAGs folder holds copies of ``dag_sources``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, dag_sources: list[Path]) -> None:
         self.path = path
         self.dags = path / "dags"
         self.dags.mkdir(parents=True)
-        for source in DAG_SOURCES:
+        for source in dag_sources:
             for dag_file in source.glob("*.py"):
                 shutil.copy(dag_file, self.dags / dag_file.name)
         self._run([AIRFLOW, "db", "migrate"], {}, timeout=300).check_returncode()
 
     def env(self, extra: dict[str, str]) -> dict[str, str]:
+        """This process's environment, minus connections and variables of ours, plus this home."""
         env = {
             k: v
             for k, v in os.environ.items()
@@ -98,12 +104,14 @@ class AirflowHome:
         )
 
     def dags_test(self, dag_id: str, extra: dict[str, str], timeout: float = 300) -> DagRunResult:
+        """``airflow dags test dag_id`` with ``extra`` environment (connections, variables)."""
         started = time.monotonic()
         done = self._run([AIRFLOW, "dags", "test", dag_id], extra, timeout)
         return DagRunResult(done.returncode, done.stdout + done.stderr, time.monotonic() - started, self.path)
 
 
 def connection_env(url: str, api_key: str) -> dict[str, str]:
+    """The ``loadtest_default`` connection as an environment variable."""
     return {
         "AIRFLOW_CONN_LOADTEST_DEFAULT": json.dumps(
             {"conn_type": "loadtest", "host": url, "password": api_key}

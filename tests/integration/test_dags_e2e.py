@@ -12,18 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_loadtest.local_airflow import AirflowHome, DagRunResult, connection_env
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
-from tests.integration.airflow_run import AirflowHome, DagRunResult, connection_env
 
 pytestmark = pytest.mark.integration
 
 RUN_SECONDS = 3.0
-EXAMPLE_DAGS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "example_dags").glob("*.py"))
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_DAGS = sorted(p.stem for p in (ROOT / "example_dags").glob("*.py"))
 
 
 @pytest.fixture(scope="module")
 def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> AirflowHome:
-    return AirflowHome(tmp_path_factory.mktemp("airflow-home"))
+    return AirflowHome(
+        tmp_path_factory.mktemp("airflow-home"), [ROOT / "example_dags", Path(__file__).with_name("dags")]
+    )
 
 
 @pytest.fixture

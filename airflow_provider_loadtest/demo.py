@@ -1,0 +1,142 @@
+"""The one-command demo: the scheduled example DAG, end to end, in a real Airflow, fully offline.
+
+``make demo`` (or ``python -m airflow_provider_loadtest.demo``) starts the bundled service simulator on
+127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
+``airflow dags test loadtest_nightly``, prints what happened and cleans up, even when a step fails.
+Exits non-zero when the DAG run failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_loadtest.local_airflow import AirflowHome, connection_env
+
+STARTUP_TIMEOUT_S = 60.0
+
+
+@contextmanager
+def simulator_process(run_seconds: float) -> Iterator[tuple[str, str]]:
+    """Run the simulator CLI in its own process (as a user would); yield its URL and API key."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_loadtest.simulator",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--run-seconds",
+            str(run_seconds),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
+    try:
+        found: dict[str, str] = {}
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while len(found) < 2:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                raise RuntimeError("the simulator did not start (no URL printed in time)")
+            try:
+                line = lines.get(timeout=min(remaining, 1.0)).strip()
+            except queue.Empty:
+                continue
+            key, _, value = line.partition("=")
+            if key in {"LOADTEST_SIMULATOR_URL", "LOADTEST_SIMULATOR_API_KEY"}:
+                found[key] = value
+        yield found["LOADTEST_SIMULATOR_URL"], found["LOADTEST_SIMULATOR_API_KEY"]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _pump(process: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
+    """Forward the simulator's output lines to ``lines`` (a thread, so reading can time out)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.put(line)
+
+
+def _simulator_requests(url: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"{url}/_simulator/requests", timeout=10) as answer:
+        data = json.load(answer)
+    return list(data["requests"] if isinstance(data, dict) else data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dag-id", default="loadtest_nightly")
+    parser.add_argument("--dags-folder", type=Path, default=Path.cwd() / "example_dags")
+    parser.add_argument(
+        "--run-seconds", type=float, default=6.0, help="how long each simulated load test lasts"
+    )
+    parser.add_argument("--keep-home", action="store_true", help="keep the throwaway AIRFLOW_HOME for a look")
+    args = parser.parse_args(argv)
+
+    started = time.monotonic()
+    home_dir = Path(tempfile.mkdtemp(prefix="loadtest-demo-airflow-"))
+    try:
+        with simulator_process(args.run_seconds) as (url, api_key):
+            print(f"[demo] simulator listening on {url}")
+            print(f"[demo] preparing a throwaway Airflow in {home_dir} (airflow db migrate)")
+            home = AirflowHome(home_dir, [args.dags_folder])
+            print(f"[demo] running: airflow dags test {args.dag_id}")
+            result = home.dags_test(args.dag_id, connection_env(url, api_key))
+            (home_dir / "dags-test.log").write_text(result.output)
+            states = result.task_states(args.dag_id)
+            run = result.xcom(args.dag_id, "run_load_test") or {}
+            template = result.xcom(args.dag_id, "wait_for_template")
+            starts = [r for r in _simulator_requests(url) if r.get("route") == "run_scenario"]
+            print("[demo] --- what happened ---")
+            for task, (state, tries) in sorted(states.items()):
+                print(f"[demo] task {task}: {state} (try {tries})")
+            print(f"[demo] template chosen: {template!r}")
+            print(f"[demo] run id: {run.get('bench_result_id')}  report id: {run.get('report_id')}")
+            print(f"[demo] final state: {run.get('state')}  duration: {run.get('duration_s')} s")
+            print(f"[demo] alarms: {[(a.get('name'), a.get('severity')) for a in run.get('alarms', [])]}")
+            print(f"[demo] report URL: {run.get('report_url')}")
+            print(f"[demo] start calls received by the service: {len(starts)}")
+            print(
+                f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s; "
+                f"demo wall time {time.monotonic() - started:.1f} s"
+            )
+            if not result.succeeded:
+                print(result.output[-4000:], file=sys.stderr)
+            return 0 if result.succeeded else 1
+    finally:
+        if args.keep_home:
+            print(f"[demo] kept {home_dir}")
+        else:
+            shutil.rmtree(home_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
