@@ -601,6 +601,31 @@ def test_seed_is_checked() -> None:
         load_seed(seed)
 
 
+def test_custom_seed_file_with_faults_and_an_aborting_scenario(tmp_path: Any) -> None:
+    seed = load_seed().model_dump(by_alias=True, mode="json")
+    seed["apiKeys"] = ["other-key"]
+    seed["scenarios"].append(
+        {"id": "abort-scenario", "projectId": "demo-project", "name": "Aborts", "outcome": "ABORTED"}
+    )
+    seed["faults"] = [{"kind": "rate_limit", "route": "member_of", "count": 1, "retryAfter": 7}]
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps(seed), encoding="utf-8")
+    clock = FakeClock()
+    with run_simulator(seed=str(path), clock=clock, run_seconds=1) as sim, requests.Session() as http:
+        assert sim.api_key == "other-key"
+        http.headers.update(sim.headers())
+        first = _get(http, sim, "/workspaces/member-of")
+        assert (first.status_code, first.headers["Retry-After"]) == (429, "7")
+        assert _get(http, sim, "/workspaces/member-of").status_code == 200
+        run_id = _start(http, sim, "abort-scenario")["benchResultIds"][0]
+        clock.advance(0.5)
+        assert _state(http, sim, run_id) == "RUNNING"
+        clock.advance(0.2)
+        assert _state(http, sim, run_id) == "ABORTED"
+        sim.reset()
+        assert _get(http, sim, "/workspaces/member-of").status_code == 429  # the seed's faults come back
+
+
 def test_concurrent_clients(sim: SimulatorHandle) -> None:
     errors: list[BaseException] = []
 
