@@ -2,8 +2,9 @@
 
 ``make demo`` (or ``python -m airflow_provider_loadtest.demo``) starts the bundled service simulator on
 127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
-``airflow dags test loadtest_nightly``, prints what happened and cleans up, even when a step fails.
-Exits non-zero when the DAG run failed.
+``airflow dags test`` for the example DAGs (``loadtest_nightly``, then ``loadtest_nightly_report``,
+whose PDF report and run files are kept in ``./demo-reports``), prints what happened and cleans up,
+even when a step fails. Exits non-zero when a DAG run failed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_loadtest.local_airflow import AirflowHome, connection_env
+from airflow_provider_loadtest.local_airflow import AirflowHome, DagRunResult, connection_env
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -92,7 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--dag-id", default="loadtest_nightly")
+    parser.add_argument(
+        "--dag-id",
+        action="append",
+        dest="dag_ids",
+        help="a DAG to run (repeatable; default: loadtest_nightly and loadtest_nightly_report)",
+    )
+    parser.add_argument(
+        "--reports-dir",
+        type=Path,
+        default=Path.cwd() / "demo-reports",
+        help="where the report DAG saves the PDF and the run's files (kept after the demo)",
+    )
     parser.add_argument("--dags-folder", type=Path, default=Path.cwd() / "example_dags")
     parser.add_argument(
         "--run-seconds", type=float, default=6.0, help="how long each simulated load test lasts"
@@ -100,41 +112,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-home", action="store_true", help="keep the throwaway AIRFLOW_HOME for a look")
     args = parser.parse_args(argv)
 
+    dag_ids = args.dag_ids or ["loadtest_nightly", "loadtest_nightly_report"]
     started = time.monotonic()
     home_dir = Path(tempfile.mkdtemp(prefix="loadtest-demo-airflow-"))
+    failed = []
     try:
         with simulator_process(args.run_seconds) as (url, api_key):
             print(f"[demo] simulator listening on {url}")
             print(f"[demo] preparing a throwaway Airflow in {home_dir} (airflow db migrate)")
             home = AirflowHome(home_dir, [args.dags_folder])
-            print(f"[demo] running: airflow dags test {args.dag_id}")
-            result = home.dags_test(args.dag_id, connection_env(url, api_key))
-            (home_dir / "dags-test.log").write_text(result.output)
-            states = result.task_states(args.dag_id)
-            run = result.xcom(args.dag_id, "run_load_test") or {}
-            template = result.xcom(args.dag_id, "wait_for_template")
-            starts = [r for r in _simulator_requests(url) if r.get("route") == "run_scenario"]
-            print("[demo] --- what happened ---")
-            for task, (state, tries) in sorted(states.items()):
-                print(f"[demo] task {task}: {state} (try {tries})")
-            print(f"[demo] template chosen: {template!r}")
-            print(f"[demo] run id: {run.get('bench_result_id')}  report id: {run.get('report_id')}")
-            print(f"[demo] final state: {run.get('state')}  duration: {run.get('duration_s')} s")
-            print(f"[demo] alarms: {[(a.get('name'), a.get('severity')) for a in run.get('alarms', [])]}")
-            print(f"[demo] report URL: {run.get('report_url')}")
-            print(f"[demo] start calls received by the service: {len(starts)}")
-            print(
-                f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s; "
-                f"demo wall time {time.monotonic() - started:.1f} s"
-            )
-            if not result.succeeded:
-                print(result.output[-4000:], file=sys.stderr)
-            return 0 if result.succeeded else 1
+            env = {
+                **connection_env(url, api_key),
+                "AIRFLOW_VAR_LOADTEST_REPORT_ROOT": str(args.reports_dir.resolve()),
+            }
+            for dag_id in dag_ids:
+                starts_before = _count_starts(url)
+                print(f"[demo] running: airflow dags test {dag_id}")
+                result = home.dags_test(dag_id, env)
+                (home_dir / f"{dag_id}.log").write_text(result.output)
+                _describe(dag_id, result, starts=_count_starts(url) - starts_before)
+                if not result.succeeded:
+                    failed.append(dag_id)
+                    print(result.output[-4000:], file=sys.stderr)
+            print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
+            return 1 if failed else 0
     finally:
         if args.keep_home:
             print(f"[demo] kept {home_dir}")
         else:
             shutil.rmtree(home_dir, ignore_errors=True)
+
+
+def _count_starts(url: str) -> int:
+    return sum(1 for r in _simulator_requests(url) if r.get("route") == "run_scenario")
+
+
+def _describe(dag_id: str, result: DagRunResult, *, starts: int) -> None:
+    """Print what a user would look for: task states, the run, and the files saved."""
+    print(f"[demo] --- {dag_id} ---")
+    for task, (state, tries) in sorted(result.task_states(dag_id).items()):
+        print(f"[demo] task {task}: {state} (try {tries})")
+    template = result.xcom(dag_id, "wait_for_template")
+    run = result.xcom(dag_id, "run_load_test") or {}
+    if template:
+        print(f"[demo] template chosen by the sensor: {template!r}")
+    print(f"[demo] template id: {run.get('template_id')}  run id: {run.get('bench_result_id')}")
+    print(f"[demo] final state: {run.get('state')}  duration: {run.get('duration_s')} s")
+    print(f"[demo] alarms: {[(a.get('name'), a.get('severity')) for a in run.get('alarms', [])]}")
+    print(f"[demo] report URL: {run.get('report_url')}")
+    if run.get("junit"):
+        print(f"[demo] JUnit XML: {run['junit']['path']} ({run['junit']['size']} bytes)")
+    pdf = result.xcom(dag_id, "save_report_pdf")
+    if pdf:
+        print(f"[demo] PDF report: {pdf['path']} ({pdf['size']} bytes, {_pages(pdf['path'])})")
+    for saved in result.xcom(dag_id, "save_run_files") or []:
+        print(f"[demo] run file: {saved['path']} ({saved['size']} bytes)")
+    print(f"[demo] start calls received by the service: {starts}")
+    print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
+
+
+def _pages(path: str) -> str:
+    """The PDF's page count, read with pypdf when it is installed (it comes with the test extras)."""
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        return "install pypdf to count pages"
+    return f"{len(PdfReader(path).pages)} page(s)"
 
 
 if __name__ == "__main__":

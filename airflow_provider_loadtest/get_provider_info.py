@@ -37,7 +37,10 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": _INTEGRATION,
-                "python-modules": ["airflow_provider_loadtest.operators.run_scenario"],
+                "python-modules": [
+                    "airflow_provider_loadtest.operators.run_scenario",
+                    "airflow_provider_loadtest.operators.report",
+                ],
             }
         ],
         "sensors": [

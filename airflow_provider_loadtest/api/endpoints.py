@@ -15,16 +15,19 @@ from functools import cache
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.models import (
     BenchReport,
     BenchResult,
+    ExportReportConfig,
     GlobalMetrics,
+    PrintReportTask,
     Progress,
     ReportTemplate,
+    TaskStatusEnvelope,
     ThresholdAlarm,
     ThresholdAlarmReportItem,
     Workspace,
@@ -57,6 +60,8 @@ class ApiRequest(Generic[T]):
     answer: AnswerKind = "json"
     retry: RetrySafety = RetrySafety.SAFE
     empty_answer_note: str = ""
+    #: What the answer may be: JSON for the API's documents, anything for a downloaded file.
+    accept: str = "application/json"
 
     def error(self, status: int | None, detail: str) -> LoadTestApiError:
         """An exception for this call, so every failure names the operation, method and path."""
@@ -116,7 +121,7 @@ def decode_answer(
         ) from None
     try:
         return request.parse(document)
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic's ValidationError is one
         raise request.error(
             status, f"the answer does not have the expected shape: {trim_service_text(str(exc), secret)}"
         ) from None
@@ -241,6 +246,88 @@ def get_junit_report(bench_result_id: str) -> ApiRequest[str]:
         path=f"/analysis/junit-reports/{_segment('bench_result_id', bench_result_id)}",
         parse=str,
         answer="text",
+    )
+
+
+def list_run_files(bench_result_id: str) -> ApiRequest[list[str]]:
+    """``GET /analysis/logs/list/{id}``: the names of the run's files (JUnit XML, logs, PDFs)."""
+    return ApiRequest(
+        operation="List the files of run " + repr(bench_result_id),
+        method="GET",
+        path=f"/analysis/logs/list/{_segment('bench_result_id', bench_result_id)}",
+        parse=_file_names,
+        empty_answer_note="no files",
+    )
+
+
+def download_run_file(bench_result_id: str, filename: str) -> ApiRequest[bytes]:
+    """``GET /analysis/logs/{id}?filename=...``: one file of the run, as bytes."""
+    validate_path_id("filename", filename)
+    return ApiRequest(
+        operation=f"Download file {filename!r} of run {bench_result_id!r}",
+        method="GET",
+        path=f"/analysis/logs/{_segment('bench_result_id', bench_result_id)}",
+        params={"filename": filename},
+        parse=bytes,
+        answer="bytes",
+        accept="*/*",
+    )
+
+
+def _file_names(document: Any) -> list[str]:
+    """File names from a listing: plain strings (what the official clients read) or objects naming
+    the file, inside a bare list or under ``files``; anything else is a shape error."""
+    if document is None:
+        return []
+    if isinstance(document, dict):
+        document = document.get("files", document.get("content"))
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of file names, got {type(document).__name__}")
+    names = []
+    for entry in document:
+        name = entry
+        if isinstance(entry, dict):
+            name = entry.get("name") or entry.get("filename") or entry.get("fileName")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"expected file names, got {entry!r:.80}")
+        names.append(name)
+    return names
+
+
+# --- print tasks (the report PDF) ---------------------------------------------------------------
+
+
+def start_print_task(report_id: str, config: ExportReportConfig | None = None) -> ApiRequest[str]:
+    """``POST /tasks`` with a PrintReportTask: ask the service to render the report as a PDF.
+
+    Answers the task id as plain text. Retried like a read: a second print task only renders the
+    same PDF twice, it starts no load test.
+    """
+    body = PrintReportTask(bench_report_id=validate_path_id("report_id", report_id), config=config)
+    return ApiRequest(
+        operation="Start printing report " + repr(report_id) + " to PDF",
+        method="POST",
+        path="/tasks",
+        json_body=body.to_api(),
+        parse=_task_id,
+        answer="text",
+        accept="text/plain, application/json",
+    )
+
+
+def _task_id(text: str) -> str:
+    """The task id, as plain text or (some proxies) a JSON string."""
+    return text.strip().strip('"')
+
+
+def get_print_task_result(task_id: str) -> ApiRequest[TaskStatusEnvelope]:
+    """``GET /tasks/{id}/result``: pending (empty body or status envelope), done, or failed."""
+    return ApiRequest(
+        operation="Read the result of print task " + repr(task_id),
+        method="GET",
+        path=f"/tasks/{_segment('task_id', task_id)}/result",
+        parse=TaskStatusEnvelope.from_poll_body,
+        empty_answer_note="still pending (older servers)",
     )
 
 

@@ -97,6 +97,7 @@ class AsyncLoadTestClient:
                     self.settings.url(request.path),
                     params=dict(request.params) or None,
                     json=request.json_body,
+                    headers={"Accept": request.accept},
                 )
             except httpx.HTTPError as exc:
                 failure, never_opened = describe_httpx_failure(exc)

@@ -16,12 +16,13 @@ import requests
 from airflow.sdk import BaseHook
 from urllib3.exceptions import NewConnectionError
 
-from airflow_provider_loadtest import __version__
+from airflow_provider_loadtest import __version__, report_pdf
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import LoggerLike, RetryPolicy, log_retry, transport_failure_detail
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.templates import choose_template
 from airflow_provider_loadtest.watch import Log, Sleep
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
         BenchReport,
         BenchResult,
+        ExportReportConfig,
         GlobalMetrics,
         Progress,
         ReportTemplate,
@@ -157,6 +159,7 @@ class LoadTestHook(BaseHook):
                     settings.url(request.path),
                     params=dict(request.params) or None,
                     json=request.json_body,
+                    headers={"Accept": request.accept},
                     timeout=(settings.connect_timeout_s, settings.read_timeout_s),
                 )
             except requests.RequestException as exc:
@@ -258,6 +261,37 @@ class LoadTestHook(BaseHook):
     def get_junit_report(self, bench_result_id: str) -> str:
         """The run as JUnit XML."""
         return self.call(endpoints.get_junit_report(bench_result_id))
+
+    def list_run_files(self, bench_result_id: str) -> list[str]:
+        """The names of the run's files (JUnit XML, logs, printed PDFs)."""
+        return self.call(endpoints.list_run_files(bench_result_id))
+
+    def download_run_file(self, bench_result_id: str, filename: str) -> bytes:
+        """One file of the run."""
+        return self.call(endpoints.download_run_file(bench_result_id, filename))
+
+    def export_report_pdf(
+        self,
+        report_id: str,
+        bench_result_id: str,
+        config: ExportReportConfig | Mapping[str, Any] | None = None,
+        timeout: float = DEFAULT_PDF_TIMEOUT_S,
+        poll_interval: float = DEFAULT_PDF_POLL_INTERVAL_S,
+    ) -> bytes:
+        """The report as a PDF: print it, wait for the print task (at most ``timeout`` s), download it.
+
+        Both ids are needed: the print task takes the report id, and the file it produces is stored
+        with the run (``bench_result_id``). Raises ``LoadTestApiError`` when the task fails, times out
+        or produces something that is not a PDF.
+        """
+        steps = report_pdf.export_report_pdf(
+            report_id,
+            bench_result_id,
+            config=report_pdf.export_config(config),
+            timeout_s=timeout,
+            poll_interval_s=poll_interval,
+        )
+        return self.drive(steps, self.log)
 
     def stop_run(self, bench_result_id: str) -> None:
         """Abort the run (a no-op for a run that already ended)."""

@@ -7,41 +7,34 @@ the package's cheap modules; the HTTP clients, the models and the trigger load w
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, conf
 
-from airflow_provider_loadtest.api.validation import is_templated, validate_path_id
+from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.links.report import LoadTestReportLink
+from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 from airflow_provider_loadtest.runs import check_gate_severity, is_terminal
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
     from airflow_provider_loadtest.runs import StartedRun
     from airflow_provider_loadtest.watch import RunOutcome, WatchOptions
 
-DEFAULT_CONN_ID = "loadtest_default"
+__all__ = ["DEFAULT_CONN_ID", "RUN_RECORD_KEY", "RunScenarioOperator", "check_literal_ids"]
+
 #: Key in Airflow's task state store (3.3+) and XCom under which the started run is recorded.
 RUN_RECORD_KEY = "loadtest_run"
-
-
-def check_literal_ids(**values: Any) -> None:
-    """Refuse bad ids at DAG-parse time when they are plain strings (templates are checked later)."""
-    for parameter, value in values.items():
-        if isinstance(value, str) and not is_templated(value):
-            validate_path_id(parameter, value)
 
 
 def _seconds(value: float | timedelta | None) -> float | None:
     return value.total_seconds() if isinstance(value, timedelta) else value
 
 
-class RunScenarioOperator(BaseOperator):
+class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     """Start a load test of ``scenario_id``, wait until it ends, and fail the task when it went wrong.
 
     :param scenario_id: the scenario to run (last segment of its URL in the web UI).
@@ -65,11 +58,22 @@ class RunScenarioOperator(BaseOperator):
     :param restart_failed_runs: when a retry finds the previous try's run ended in ERROR or ABORTED,
         start a new one (default); ``False`` fails with the old run's outcome instead. A run still
         going is always re-attached to, and a FINISHED one is never started again.
+    :param junit_destination: save the run's JUnit XML here once it ended (absolute path, ``file://``
+        or object-store URL such as ``s3://bucket/{{ ds }}/junit.xml``, or an ``ObjectStoragePath``),
+        for downstream tasks and CI-style tools.
+    :param report_pdf_destination: save the report as a PDF here once the run ended (same kinds of
+        destination); see ``DownloadReportOperator`` for doing it as a separate task.
+    :param report_export_config: PDF page settings (keys of the service's ``ExportReportConfig``).
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
+
+    Files are written atomically, before the task's verdict. When the run succeeded, a file that
+    cannot be saved fails the task (a retry re-attaches to the finished run, it does not start a new
+    one); when the run failed, saving is best effort and never hides the run's failure.
 
     Returns a dict: ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
     ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and, once waited
-    for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``. On failure the same dict
+    for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit`` and ``report_pdf``
+    (``{"path", "size"}``) for the files saved. On failure the same dict
     is pushed as XCom ``return_value`` before the task fails, so the alarms stay visible.
     """
 
@@ -80,8 +84,11 @@ class RunScenarioOperator(BaseOperator):
         "workspace_id",
         "test_name",
         "properties",
+        "junit_destination",
+        "report_pdf_destination",
+        "report_export_config",
     )
-    template_fields_renderers = {"properties": "json"}
+    template_fields_renderers = {"properties": "json", "report_export_config": "json"}
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f4d35e"
 
@@ -101,6 +108,9 @@ class RunScenarioOperator(BaseOperator):
         stop_on_alarm: bool = False,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         restart_failed_runs: bool = True,
+        junit_destination: str | ObjectStoragePath | None = None,
+        report_pdf_destination: str | ObjectStoragePath | None = None,
+        report_export_config: Mapping[str, Any] | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -120,6 +130,11 @@ class RunScenarioOperator(BaseOperator):
             raise ValueError(
                 "stop_on_alarm needs fail_on_alarm_severity: which severity should stop the run?"
             )
+        if not wait_for_completion and (junit_destination or report_pdf_destination):
+            raise ValueError(
+                "junit_destination and report_pdf_destination need wait_for_completion=True: "
+                "the files exist once the run ended"
+            )
         self.scenario_id = scenario_id
         self.template_id = template_id
         self.template_name = template_name
@@ -133,15 +148,11 @@ class RunScenarioOperator(BaseOperator):
         self.stop_on_alarm = stop_on_alarm
         self.deferrable = deferrable
         self.restart_failed_runs = restart_failed_runs
+        self.junit_destination = junit_destination
+        self.report_pdf_destination = report_pdf_destination
+        self.report_export_config = report_export_config
         self.loadtest_conn_id = loadtest_conn_id
         self._active_run: StartedRun | None = None
-
-    @cached_property
-    def hook(self) -> LoadTestHook:
-        """The hook, created on first use (never at DAG-parse time)."""
-        from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
-
-        return LoadTestHook(loadtest_conn_id=self.loadtest_conn_id)
 
     # --- the task ------------------------------------------------------------------------------
 
@@ -341,6 +352,7 @@ class RunScenarioOperator(BaseOperator):
 
     def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
         result = {**run.to_xcom(), **outcome.summary()}
+        result.update(self._save_files(run, must_succeed=outcome.succeeded))
         self._forget_run(context)
         self._active_run = None
         if outcome.succeeded:
@@ -353,6 +365,51 @@ class RunScenarioOperator(BaseOperator):
             ti.xcom_push(key="return_value", value=result)
         report = f" Report: {run.report_url}" if run.report_url else ""
         raise AirflowException(f"{outcome.message}.{report}")
+
+    def _save_files(self, run: StartedRun, *, must_succeed: bool) -> dict[str, Any]:
+        """Save the JUnit XML and the PDF the task asked for.
+
+        Called before the run record is forgotten: if saving fails a successful run's task, its retry
+        re-attaches to the FINISHED run and tries again without starting another load test.
+        """
+        wanted: list[tuple[str, Any, Callable[[], bytes]]] = [
+            (
+                "junit",
+                self.junit_destination,
+                lambda: self.hook.get_junit_report(run.bench_result_id).encode(),
+            ),
+            (
+                "report_pdf",
+                self.report_pdf_destination,
+                lambda: self.hook.export_report_pdf(
+                    run.report_id, run.bench_result_id, config=self.report_export_config
+                ),
+            ),
+        ]
+        if not any(destination for _, destination, _ in wanted):
+            return {}
+        from airflow_provider_loadtest.artifacts import write_atomically
+
+        saved: dict[str, Any] = {}
+        for key, destination, fetch in wanted:
+            if not destination:
+                continue
+            try:
+                written = write_atomically(destination, fetch())
+            except Exception as exc:
+                if must_succeed:
+                    raise
+                self.log.error("Could not save the %s of run %s: %s", key, run.bench_result_id, exc)
+                continue
+            self.log.info(
+                "Saved the %s of run %s to %s (%d bytes)",
+                key,
+                run.bench_result_id,
+                written.path,
+                written.size,
+            )
+            saved[key] = written.to_xcom()
+        return saved
 
     def _forget_run(self, context: Context) -> None:
         store = context.get("task_state_store") if hasattr(context, "get") else None

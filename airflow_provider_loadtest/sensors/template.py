@@ -7,20 +7,17 @@ report it should produce can exist.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_loadtest.operators.run_scenario import DEFAULT_CONN_ID, check_literal_ids
+from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 
-
-class TemplateSensor(BaseSensorOperator):
+class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
     """Wait for a report template in ``workspace_id``, by name or id; push its id as the return value.
 
     A downstream ``RunScenarioOperator(template_id="{{ ti.xcom_pull('wait_for_template') }}")`` (or
@@ -53,13 +50,6 @@ class TemplateSensor(BaseSensorOperator):
         self.template_name = template_name
         self.template_id = template_id
         self.loadtest_conn_id = loadtest_conn_id
-
-    @cached_property
-    def hook(self) -> LoadTestHook:
-        """The hook, created on first poke (never at DAG-parse time)."""
-        from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
-
-        return LoadTestHook(loadtest_conn_id=self.loadtest_conn_id)
 
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_loadtest.api.validation import validate_path_id

@@ -163,6 +163,9 @@ def test_templated_fields() -> None:
         "workspace_id",
         "test_name",
         "properties",
+        "junit_destination",
+        "report_pdf_destination",
+        "report_export_config",
     }
 
 
