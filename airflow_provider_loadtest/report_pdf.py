@@ -35,6 +35,11 @@ DEFAULT_PDF_POLL_INTERVAL_S = 5.0
 _FAILURE_LINES = 3
 
 
+def _monotonic() -> float:
+    """The clock of the time bound; tests move it instead of waiting."""
+    return time.monotonic()
+
+
 def export_config(value: ExportReportConfig | Mapping[str, Any] | None) -> ExportReportConfig | None:
     """The typed export settings from a model or from plain (templated) DAG data.
 
@@ -62,19 +67,21 @@ def export_report_pdf(
     config: ExportReportConfig | None = None,
     timeout_s: float = DEFAULT_PDF_TIMEOUT_S,
     poll_interval_s: float = DEFAULT_PDF_POLL_INTERVAL_S,
-    now: Callable[[], float] = time.monotonic,
+    now: Callable[[], float] | None = None,
+    secret: str | None = None,
 ) -> Generator[Any, Any, bytes]:
     """Print report ``report_id`` and return the PDF's bytes.
 
     The print task needs the report id; the file it produces is stored with the run, so downloading
     it needs the run's ``bench_result_id``. Raises ``LoadTestApiError`` when the task fails (with the
     service's message, trimmed), does not finish within ``timeout_s``, or yields something that is not
-    a PDF.
+    a PDF. ``secret`` (the API key) is blanked out of any service text quoted in an error.
     """
     validate_path_id("report_id", report_id)
     validate_path_id("bench_result_id", bench_result_id)
     if timeout_s <= 0 or poll_interval_s <= 0:
         raise ValueError("timeout_s and poll_interval_s must be positive")
+    now = now or _monotonic
     began = now()
     start = endpoints.start_print_task(report_id, config)
     task_id = yield start
@@ -82,14 +89,14 @@ def export_report_pdf(
         validate_path_id("task_id", task_id)
     except ValueError:
         raise start.error(
-            200, f"the answer is not a task id: {trim_service_text(task_id, limit=80)!r}"
+            200, f"the answer is not a task id: {trim_service_text(task_id, secret, limit=80)!r}"
         ) from None
     yield Log(f"Printing report {report_id} to PDF (print task {task_id})")
 
     while True:
         poll = endpoints.get_print_task_result(task_id)
         envelope: TaskStatusEnvelope = yield poll
-        filename = _finished_file(poll, envelope)
+        filename = _finished_file(poll, envelope, secret)
         if filename is not None:
             break
         waited = now() - began
@@ -104,17 +111,17 @@ def export_report_pdf(
     download = endpoints.download_run_file(bench_result_id, filename)
     content: bytes = yield download
     if not content.startswith(PDF_MAGIC):
-        start_bytes = trim_service_text(content[:60].decode("utf-8", "replace"), limit=60)
+        start_bytes = trim_service_text(content[:60].decode("utf-8", "replace"), secret, limit=60)
         raise download.error(200, f"the file is not a PDF ({len(content)} bytes, starting {start_bytes!r})")
     yield Log(f"Downloaded {filename}: {len(content)} bytes", logging.INFO)
     return content
 
 
-def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope) -> str | None:
+def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope, secret: str | None) -> str | None:
     """The produced file's name once the task succeeded, ``None`` while it is pending; raise if it failed."""
     failed = envelope.status == TaskStatus.FAILED or isinstance(envelope.result, FailedTaskResult)
     if failed:
-        raise poll.error(200, "the print task failed: " + _failure_text(envelope))
+        raise poll.error(200, "the print task failed: " + _failure_text(envelope, secret))
     if isinstance(envelope.result, UnknownTaskResult) and envelope.status is None:
         raise poll.error(
             200, f"the print task ended with a result this version does not know: {envelope.result.kind!r}"
@@ -125,9 +132,9 @@ def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope) -> str |
     return filename
 
 
-def _failure_text(envelope: TaskStatusEnvelope) -> str:
+def _failure_text(envelope: TaskStatusEnvelope, secret: str | None) -> str:
     text = envelope.resolved_message or "no message"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     head = " | ".join(lines[:_FAILURE_LINES])
     more = f" [{len(lines) - _FAILURE_LINES} more lines]" if len(lines) > _FAILURE_LINES else ""
-    return trim_service_text(head, limit=300) + more
+    return trim_service_text(head, secret, limit=300) + more

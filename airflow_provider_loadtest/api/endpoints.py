@@ -303,7 +303,9 @@ def start_print_task(report_id: str, config: ExportReportConfig | None = None) -
     Answers the task id as plain text. Retried like a read: a second print task only renders the
     same PDF twice, it starts no load test.
     """
-    body = PrintReportTask(bench_report_id=validate_path_id("report_id", report_id), config=config)
+    body = PrintReportTask(bench_report_id=validate_path_id("report_id", report_id))
+    if config is not None:  # absent, not null: the service applies its defaults
+        body.config = config
     return ApiRequest(
         operation="Start printing report " + repr(report_id) + " to PDF",
         method="POST",

@@ -290,6 +290,7 @@ class LoadTestHook(BaseHook):
             config=report_pdf.export_config(config),
             timeout_s=timeout,
             poll_interval_s=poll_interval,
+            secret=self.settings.api_key,
         )
         return self.drive(steps, self.log)
 

@@ -39,7 +39,7 @@ def _run(
     airflow_home: AirflowHome, sim: SimulatorHandle, dag_id: str, tmp_path: Path, **env: str
 ) -> DagRunResult:
     extra = connection_env(sim.url, sim.api_key)
-    extra["AIRFLOW_VAR_LOADTEST_REPORT_FOLDER"] = tmp_path.as_uri()
+    extra["AIRFLOW_VAR_LOADTEST_REPORT_ROOT"] = str(tmp_path / "reports")
     extra.update(env)
     return airflow_home.dags_test(dag_id, extra)
 
