@@ -63,6 +63,11 @@ class ApiRequest(Generic[T]):
     #: What the answer may be: JSON for the API's documents, anything for a downloaded file.
     accept: str = "application/json"
 
+    def may_resend(self, *, never_opened: bool) -> bool:
+        """Whether a failed try may be sent again: always for safe calls, and for costly ones only
+        when the connection was never opened (so the service cannot have seen it)."""
+        return self.retry is RetrySafety.SAFE or never_opened
+
     def error(self, status: int | None, detail: str) -> LoadTestApiError:
         """An exception for this call, so every failure names the operation, method and path."""
         return LoadTestApiError(

@@ -6,7 +6,7 @@ Pure arithmetic shared by the sync hook and the async trigger client, so both ba
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,3 +122,49 @@ def log_retry(
         attempt + 1,
         policy.max_attempts,
     )
+
+
+@dataclass
+class Attempts:
+    """The tries of one call: whether to go again, how long to wait first, and a log line for each.
+
+    The sync hook and the async client only send bytes and report what came back, so both transports
+    retry, give up and log identically.
+    """
+
+    request: ApiRequest[Any]
+    policy: RetryPolicy
+    log: LoggerLike
+    attempt: int = 1
+    waited_s: float = field(default=0.0)
+
+    def after_no_answer(self, failure: str, *, never_opened: bool) -> float:
+        """Seconds to wait after a try that got no HTTP answer; raises the call's error on giving up.
+
+        ``never_opened`` (refused, DNS, connect timeout) proves the service never saw the request,
+        which makes even a costly call safe to send again.
+        """
+        safe = self.request.may_resend(never_opened=never_opened)
+        delay = self.policy.next_delay(safe=safe, attempt=self.attempt, waited_s=self.waited_s)
+        if delay is None:
+            raise self.request.error(None, transport_failure_detail(failure, self.attempt, safe)) from None
+        return self._again(failure, delay)
+
+    def after_answer(self, status: int, retry_after: str | None) -> float | None:
+        """Seconds to wait after an HTTP answer that asks for a retry, or ``None`` to read it as final."""
+        delay = self.policy.next_delay(
+            safe=self.request.may_resend(never_opened=False),
+            attempt=self.attempt,
+            waited_s=self.waited_s,
+            status=status,
+            retry_after=retry_after,
+        )
+        return None if delay is None else self._again(f"HTTP {status}", delay)
+
+    def _again(self, failure: str, delay: float) -> float:
+        log_retry(
+            self.log, self.request, failure=failure, delay=delay, attempt=self.attempt, policy=self.policy
+        )
+        self.attempt += 1
+        self.waited_s += delay
+        return delay

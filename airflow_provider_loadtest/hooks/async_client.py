@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import httpx
 
 from airflow_provider_loadtest import __version__
-from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
+from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.api.retry import LoggerLike, RetryPolicy, log_retry, transport_failure_detail
+from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
 from airflow_provider_loadtest.watch import Log, Sleep
 
@@ -88,9 +88,9 @@ class AsyncLoadTestClient:
         """Send ``request`` with the same retry rules as ``LoadTestHook.call``."""
         if self._client is None:
             raise RuntimeError("use AsyncLoadTestClient as an async context manager")
-        attempt, waited = 0, 0.0
+        tries = Attempts(request, self.retry_policy, log)
+        delay: float | None
         while True:
-            attempt += 1
             try:
                 response = await self._client.request(
                     request.method,
@@ -101,18 +101,9 @@ class AsyncLoadTestClient:
                 )
             except httpx.HTTPError as exc:
                 failure, never_opened = describe_httpx_failure(exc)
-                safe = request.retry is RetrySafety.SAFE or never_opened
-                delay = self.retry_policy.next_delay(safe=safe, attempt=attempt, waited_s=waited)
-                if delay is None:
-                    raise request.error(None, transport_failure_detail(failure, attempt, safe)) from None
+                delay = tries.after_no_answer(failure, never_opened=never_opened)
             else:
-                delay = self.retry_policy.next_delay(
-                    safe=request.retry is RetrySafety.SAFE,
-                    attempt=attempt,
-                    waited_s=waited,
-                    status=response.status_code,
-                    retry_after=response.headers.get("Retry-After"),
-                )
+                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
                 if delay is None:
                     return decode_answer(
                         request,
@@ -121,10 +112,7 @@ class AsyncLoadTestClient:
                         response.content,
                         self.settings.api_key,
                     )
-                failure = f"HTTP {response.status_code}"
-            log_retry(log, request, failure=failure, delay=delay, attempt=attempt, policy=self.retry_policy)
             await _sleep(delay)
-            waited += delay
 
     async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:
         """Run a ``watch`` generator with async I/O (the twin of ``LoadTestHook.drive``)."""

@@ -18,9 +18,9 @@ from urllib3.exceptions import NewConnectionError
 
 from airflow_provider_loadtest import __version__, report_pdf
 from airflow_provider_loadtest.api import endpoints
-from airflow_provider_loadtest.api.endpoints import ApiRequest, RetrySafety, decode_answer
+from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.api.retry import LoggerLike, RetryPolicy, log_retry, transport_failure_detail
+from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
 from airflow_provider_loadtest.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.templates import choose_template
@@ -150,9 +150,9 @@ class LoadTestHook(BaseHook):
         never opened; after a read timeout, a dropped connection or any HTTP answer it is not repeated.
         """
         settings = self.settings
-        attempt, waited = 0, 0.0
+        tries = Attempts(request, self.retry_policy, self.log)
+        delay: float | None
         while True:
-            attempt += 1
             try:
                 response = self.session.request(
                     request.method,
@@ -163,20 +163,11 @@ class LoadTestHook(BaseHook):
                     timeout=(settings.connect_timeout_s, settings.read_timeout_s),
                 )
             except requests.RequestException as exc:
-                failure = describe_transport_failure(exc)
-                never_opened = connection_never_opened(exc)
-                safe = request.retry is RetrySafety.SAFE or never_opened
-                delay = self.retry_policy.next_delay(safe=safe, attempt=attempt, waited_s=waited)
-                if delay is None:
-                    raise request.error(None, transport_failure_detail(failure, attempt, safe)) from None
-            else:
-                delay = self.retry_policy.next_delay(
-                    safe=request.retry is RetrySafety.SAFE,
-                    attempt=attempt,
-                    waited_s=waited,
-                    status=response.status_code,
-                    retry_after=response.headers.get("Retry-After"),
+                delay = tries.after_no_answer(
+                    describe_transport_failure(exc), never_opened=connection_never_opened(exc)
                 )
+            else:
+                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
                 if delay is None:
                     return decode_answer(
                         request,
@@ -185,12 +176,7 @@ class LoadTestHook(BaseHook):
                         response.content,
                         settings.api_key,
                     )
-                failure = f"HTTP {response.status_code}"
-            log_retry(
-                self.log, request, failure=failure, delay=delay, attempt=attempt, policy=self.retry_policy
-            )
             _sleep(delay)
-            waited += delay
 
     def drive(self, steps: Generator[Any, Any, R], log: LoggerLike) -> R:
         """Run a ``watch`` generator: make its calls, take its pauses, write its log lines."""
