@@ -24,6 +24,7 @@ KINDS = {
     ),
     "operators.run_scenario": "import airflow.sdk; import airflow_provider_loadtest.operators.run_scenario",
     "sensors.template": "import airflow.sdk; import airflow_provider_loadtest.sensors.template",
+    "operators.report": "import airflow.sdk; import airflow_provider_loadtest.operators.report",
     "example DAG's imports (operator + sensor)": (
         "import airflow.sdk; import airflow_provider_loadtest.operators.run_scenario, "
         "airflow_provider_loadtest.sensors.template"
