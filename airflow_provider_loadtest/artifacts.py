@@ -3,7 +3,9 @@
 Destinations are Airflow ``ObjectStoragePath`` objects or strings (``/data/x.pdf``, ``file:///...``,
 ``s3://bucket/key.pdf`` with the matching provider installed). A downstream task that sees the file
 must see all of it, so local files are written to a temporary sibling and renamed into place, and
-object stores get the complete content in one upload (an object appears whole or not at all).
+object stores (S3, GCS, Azure Blob) get the complete content in one upload, and an object appears
+whole or not at all. Other remote filesystems (SFTP, FTP, HDFS) are written in one go too, but without
+that guarantee: prefer a local path or an object store for files other tasks read.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def write_atomically(destination: str | os.PathLike[str] | ObjectStoragePath, da
     if is_local(path):
         final = _write_local(os.fspath(path.path), data)
         return SavedFile(path=final, size=len(data))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Object stores have no folders to create (and "creating" one can mean creating a bucket, or need
+    # rights a prefix-scoped key lacks): the complete content goes up in one write.
     path.write_bytes(data)
     return SavedFile(path=str(path), size=len(data))
 
@@ -74,12 +77,27 @@ def _write_local(final: str, data: bytes) -> str:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, _mode_for(final))
         os.replace(temporary, final)
     except BaseException:
         _remove_quietly(temporary)
         raise
     return final
+
+
+def _mode_for(final: str) -> int:
+    """Keep the replaced file's permissions (a report kept private stays private); a new file gets
+    what the process's umask allows, as ``open()`` would have given it."""
+    try:
+        return os.stat(final).st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _remove_quietly(path: str) -> None:

@@ -18,6 +18,7 @@ from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.models import (
     ExportReportConfig,
     FailedTaskResult,
+    PrintReportTaskResult,
     TaskStatus,
     TaskStatusEnvelope,
     UnknownTaskResult,
@@ -101,9 +102,10 @@ def export_report_pdf(
             break
         waited = now() - began
         if waited >= timeout_s:
+            status = envelope.status or "PENDING"
             raise poll.error(
                 200,
-                f"print task {task_id} of report {report_id} was still pending after {waited:.0f} s "
+                f"print task {task_id} of report {report_id} was still {status} after {waited:.0f} s "
                 f"(timeout {timeout_s:.0f} s)",
             )
         yield Sleep(min(poll_interval_s, timeout_s - waited))
@@ -126,10 +128,16 @@ def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope, secret: 
         raise poll.error(
             200, f"the print task ended with a result this version does not know: {envelope.result.kind!r}"
         )
-    filename = envelope.resolved_filename
-    if envelope.status == TaskStatus.SUCCESS and not filename:
+    # A file name counts only once the task says it is done: a pending envelope may already name the
+    # file it will write, and downloading it then would fetch nothing or half a PDF.
+    done = envelope.status == TaskStatus.SUCCESS or (
+        envelope.status is None and isinstance(envelope.result, PrintReportTaskResult)
+    )
+    if not done:
+        return None
+    if not envelope.resolved_filename:
         raise poll.error(200, "the print task succeeded but named no file to download")
-    return filename
+    return envelope.resolved_filename
 
 
 def _failure_text(envelope: TaskStatusEnvelope, secret: str | None) -> str:

@@ -48,7 +48,9 @@ with DAG(
         timeout=timedelta(hours=2),  # past it the run is stopped (no runaway bill) and the task fails
         # Saved before the task's verdict, so the JUnit XML exists for a failed night too.
         junit_destination=NIGHT_FOLDER + "/junit.xml",
-        # Retries re-attach to the run the failed try started; they never start a second load test.
+        # A retry re-attaches to the run the failed try started (Airflow 3.3+): it waits on it, or keeps
+        # its verdict if it FINISHED (then only saves the files again); only a run that ended in ERROR
+        # or ABORTED is started anew.
         retries=2,
         retry_delay=timedelta(minutes=2),
     )
@@ -72,7 +74,7 @@ with DAG(
         task_id="save_run_files",
         run=run_load_test.output,
         destination=NIGHT_FOLDER + "/files",
-        include=["*.xml", "*.log"],
+        include=["*.xml", "*.log", "*.log.gz"],
     )
 
     run_load_test >> [save_report_pdf, save_run_files]

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pydantic import TypeAdapter
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
-from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.models import (
     BenchReport,
     BenchResult,
@@ -267,7 +267,7 @@ def list_run_files(bench_result_id: str) -> ApiRequest[list[str]]:
 
 def download_run_file(bench_result_id: str, filename: str) -> ApiRequest[bytes]:
     """``GET /analysis/logs/{id}?filename=...``: one file of the run, as bytes."""
-    validate_path_id("filename", filename)
+    validate_file_name("filename", filename)
     return ApiRequest(
         operation=f"Download file {filename!r} of run {bench_result_id!r}",
         method="GET",

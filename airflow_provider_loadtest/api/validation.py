@@ -32,6 +32,25 @@ def validate_path_id(parameter: str, value: object) -> str:
     return value
 
 
+_FILE_NAME_FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def validate_file_name(parameter: str, value: object) -> str:
+    """Return ``value`` if it is safe as a single file name, else raise ``ValueError``.
+
+    File names travel as query values (encoded by the HTTP client) and become local file names, so
+    spaces and ``%`` are fine, but a separator or ``..`` would write outside the destination folder.
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"{parameter} must be a string, got {type(value).__name__}")
+    if not value.strip() or value in {".", ".."} or _FILE_NAME_FORBIDDEN.search(value):
+        raise ValueError(
+            f"{parameter}={value!r} is not a valid file name: it must be one name, without / \\ or "
+            "control characters, and not '.' or '..'"
+        )
+    return value
+
+
 def is_templated(value: object) -> bool:
     """Whether ``value`` is still a Jinja template (checked again once rendered)."""
     return isinstance(value, str) and ("{{" in value or "{%" in value)

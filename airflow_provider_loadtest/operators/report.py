@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 
 if TYPE_CHECKING:
@@ -159,6 +159,9 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
     :param include: shell-style patterns of the names to fetch (default: every file).
     :param include_agent_logs: also fetch the per-agent logs, which the official CI plugins skip:
         one per load generator, large and rarely read.
+
+    A name that is not a plain file name (``../x``, ``a/b``) is skipped with a warning: it would write
+    outside the folder.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Returns the list of ``{"name", "path", "size"}`` of the files written.
@@ -205,9 +208,12 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         )
         folder = storage_path(self.destination)
         names = self.hook.list_run_files(bench_result_id)
-        chosen = self.select(names)
-        for name in chosen:  # names become file names: refuse "../x" before anything is written
-            validate_path_id("filename", name)
+        chosen = []
+        for name in self.select(names):  # names become local file names: never "../x"
+            try:
+                chosen.append(validate_file_name("filename", name))
+            except ValueError as exc:
+                self.log.warning("Skipping a file of run %s: %s", bench_result_id, exc)
         self.log.info(
             "Run %s has %d file(s); fetching %d: %s",
             bench_result_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow.sdk import BaseOperator, conf
 
@@ -157,6 +157,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     # --- the task ------------------------------------------------------------------------------
 
     def execute(self, context: Context) -> dict[str, Any]:
+        self._check_file_settings()
         run, earlier_state = self._attach_or_start(context)
         if not self.wait_for_completion:
             self._forget_run(context)
@@ -352,7 +353,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
         result = {**run.to_xcom(), **outcome.summary()}
-        result.update(self._save_files(run, must_succeed=outcome.succeeded))
+        result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
         self._forget_run(context)
         self._active_run = None
         if outcome.succeeded:
@@ -366,11 +367,25 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         report = f" Report: {run.report_url}" if run.report_url else ""
         raise AirflowException(f"{outcome.message}.{report}")
 
-    def _save_files(self, run: StartedRun, *, must_succeed: bool) -> dict[str, Any]:
-        """Save the JUnit XML and the PDF the task asked for.
+    def _check_file_settings(self) -> None:
+        """Refuse a bad destination or export setting now, not after a two-hour load test."""
+        if not (self.junit_destination or self.report_pdf_destination):
+            return
+        from airflow_provider_loadtest.artifacts import storage_path
+        from airflow_provider_loadtest.report_pdf import export_config
 
-        Called before the run record is forgotten: if saving fails a successful run's task, its retry
-        re-attaches to the FINISHED run and tries again without starting another load test.
+        for destination in (self.junit_destination, self.report_pdf_destination):
+            if destination:
+                storage_path(destination)
+        export_config(self.report_export_config)
+
+    def _save_files(self, context: Context, run: StartedRun, *, must_succeed: bool) -> dict[str, Any]:
+        """Save the JUnit XML and the PDF the task asked for, before the run record is forgotten.
+
+        After a successful run a file that cannot be saved fails the task, and its retry re-attaches
+        to the FINISHED run to try again. Where it could not re-attach (no task state store before
+        Airflow 3.3), the task fails without retries rather than start a second load test. After a
+        failed run saving is best effort: the task then fails for the run's own reason.
         """
         wanted: list[tuple[str, Any, Callable[[], bytes]]] = [
             (
@@ -386,8 +401,6 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
                 ),
             ),
         ]
-        if not any(destination for _, destination, _ in wanted):
-            return {}
         from airflow_provider_loadtest.artifacts import write_atomically
 
         saved: dict[str, Any] = {}
@@ -398,9 +411,14 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
                 written = write_atomically(destination, fetch())
             except Exception as exc:
                 if must_succeed:
-                    raise
+                    self._fail_saving(context, run, key, exc)
                 self.log.error("Could not save the %s of run %s: %s", key, run.bench_result_id, exc)
                 continue
+            except BaseException as exc:  # a timeout or kill while the run's failure is pending
+                if must_succeed:
+                    raise
+                self.log.error("Stopped saving the files of run %s: %s", run.bench_result_id, exc)
+                break
             self.log.info(
                 "Saved the %s of run %s to %s (%d bytes)",
                 key,
@@ -410,6 +428,18 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             )
             saved[key] = written.to_xcom()
         return saved
+
+    def _fail_saving(self, context: Context, run: StartedRun, key: str, exc: Exception) -> NoReturn:
+        store = context.get("task_state_store") if hasattr(context, "get") else None
+        if _store_get(store, self.log) is not None:
+            raise exc
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(
+            f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "
+            "without Airflow 3.3's task state store a retry could not re-attach to this run and would "
+            "start a second load test."
+        ) from exc
 
     def _forget_run(self, context: Context) -> None:
         store = context.get("task_state_store") if hasattr(context, "get") else None

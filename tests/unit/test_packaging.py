@@ -60,6 +60,7 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         "before = set(sys.modules)\n"
         "import airflow_provider_loadtest.operators.run_scenario\n"
         "import airflow_provider_loadtest.sensors.template\n"
+        "import airflow_provider_loadtest.operators.report\n"
         "print('MODULES:' + ','.join(sorted(set(sys.modules) - before)))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
@@ -72,4 +73,5 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         m
         for m in added
         if m.startswith(("airflow_provider_loadtest.models", "airflow_provider_loadtest.hooks"))
+        or m == "airflow_provider_loadtest.artifacts"
     }

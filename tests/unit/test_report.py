@@ -6,12 +6,11 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 import requests_mock as rm
 from airflow.sdk import ObjectStoragePath
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_loadtest import artifacts, report_pdf
 from airflow_provider_loadtest.api.errors import LoadTestApiError
@@ -147,7 +146,7 @@ def test_task_that_never_finishes_times_out(
     hook: LoadTestHook, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
     _print_service(requests_mock, [PENDING_EMPTY])
-    with pytest.raises(LoadTestApiError, match=r"still pending after 60 s \(timeout 60 s\)"):
+    with pytest.raises(LoadTestApiError, match=r"still PENDING after 60 s \(timeout 60 s\)"):
         hook.export_report_pdf("rep-1", "br-1", timeout=60, poll_interval=7)
     assert sum(clock) == 60  # the last pause is cut to the deadline, not a full interval past it
     assert _calls(requests_mock, RESULT_URL) == 10
@@ -377,15 +376,55 @@ def test_run_files_skip_agent_logs_by_default(
     assert len(everything) == 5
 
 
-def test_run_file_names_that_would_escape_the_folder_are_refused(
+def test_run_file_names_that_would_escape_the_folder_are_skipped(
     loadtest_conn: str, requests_mock: rm.Mocker, tmp_path: Path
 ) -> None:
-    requests_mock.get(LIST_URL, json=["junit.xml", "../../.bashrc"])
+    requests_mock.get(LIST_URL, json=["junit.xml", "../../.bashrc", "a/b.log", "Nightly report 100%.pdf"])
+    requests_mock.get(FILE_URL, content=b"data")
     op = DownloadRunFilesOperator(task_id="files", bench_result_id="br-1", destination=str(tmp_path / "f"))
-    with pytest.raises(ValueError, match="filename"):
-        op.execute(_context())  # type: ignore[arg-type]
-    assert _calls(requests_mock, FILE_URL) == 0
-    assert not (tmp_path / "f").exists()
+    saved = op.execute(_context())  # type: ignore[arg-type]
+    assert [s["name"] for s in saved] == ["junit.xml", "Nightly report 100%.pdf"]
+    fetched = [r.qs["filename"][0] for r in requests_mock.request_history if r.url.startswith(FILE_URL + "?")]
+    assert fetched == ["junit.xml", "nightly report 100%.pdf"]  # requests-mock lower-cases query values
+    assert sorted(os.listdir(tmp_path / "f")) == ["Nightly report 100%.pdf", "junit.xml"]
+    assert not (tmp_path / ".bashrc").exists()
+
+
+def test_download_refuses_a_file_name_with_a_separator(hook: LoadTestHook, requests_mock: rm.Mocker) -> None:
+    with pytest.raises(ValueError, match="not a valid file name"):
+        hook.download_run_file("br-1", "../x.pdf")
+    assert requests_mock.request_history == []
+
+
+def test_pending_envelope_naming_its_file_is_not_downloaded_yet(
+    hook: LoadTestHook, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    _print_service(
+        requests_mock,
+        [
+            {"json": {"status": "PENDING", "filename": "rep-1.pdf"}},
+            {"json": {"status": "RUNNING", "filename": "rep-1.pdf"}},
+            {"json": {"status": "SUCCESS", "filename": "rep-1.pdf"}},
+        ],
+    )
+    assert hook.export_report_pdf("rep-1", "br-1") == PDF
+    assert _calls(requests_mock, RESULT_URL) == 3
+    assert _calls(requests_mock, FILE_URL) == 1
+
+
+def test_replacing_a_file_keeps_its_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "report.pdf"
+    target.write_bytes(b"%PDF- old")
+    target.chmod(0o600)
+    artifacts.write_atomically(str(target), PDF)
+    assert target.stat().st_mode & 0o777 == 0o600
+    fresh = tmp_path / "new.pdf"
+    old_mask = os.umask(0o027)
+    try:
+        artifacts.write_atomically(str(fresh), PDF)
+    finally:
+        os.umask(old_mask)
+    assert fresh.stat().st_mode & 0o777 == 0o640
 
 
 # --- RunScenarioOperator's destinations -----------------------------------------------------------
@@ -457,6 +496,59 @@ def test_a_failed_run_still_fails_for_its_own_reason_when_saving_fails(
     assert pushed["return_value"]["junit"]["size"] == len("<testsuites/>")
 
 
+def test_without_a_state_store_a_save_failure_is_not_retried(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], tmp_path: Path
+) -> None:
+    """Before Airflow 3.3 a retry could not re-attach: it would start a second load test."""
+    _service(requests_mock, ["FINISHED"])
+    requests_mock.get(JUNIT_URL, status_code=500, text="boom")
+    op = RunScenarioOperator(
+        task_id="t", scenario_id="sc-1", junit_destination=str(tmp_path / "junit.xml"), check_interval=1
+    )
+    with pytest.raises(AirflowFailException, match=r"Not retried: without Airflow 3\.3's task state store"):
+        op.execute(_context())  # type: ignore[arg-type]
+
+
+def test_a_retry_after_a_save_failure_saves_without_a_second_start(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], tmp_path: Path
+) -> None:
+    _service(requests_mock, ["FINISHED"])
+    requests_mock.get(JUNIT_URL, [{"status_code": 500, "text": "boom"}, {"text": "<testsuites/>"}])
+    store = FakeStateStore()
+    target = tmp_path / "junit.xml"
+    with pytest.raises(LoadTestApiError):
+        RunScenarioOperator(task_id="t", scenario_id="sc-1", junit_destination=str(target)).execute(
+            _context(store)  # type: ignore[arg-type]
+        )
+    result = RunScenarioOperator(task_id="t", scenario_id="sc-1", junit_destination=str(target)).execute(
+        _context(store)  # type: ignore[arg-type]
+    )
+    assert result["junit"]["path"] == str(target)
+    assert target.read_text() == "<testsuites/>"
+    starts = [
+        r for r in requests_mock.request_history if r.method == "POST" and "/runtime/scenarios/run/" in r.url
+    ]
+    assert len(starts) == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"junit_destination": "reports/junit.xml"}, "absolute path"),
+        (
+            {"report_pdf_destination": "/tmp/r.pdf", "report_export_config": {"pageFromat": "A4"}},
+            "unknown settings",
+        ),
+    ],
+)
+def test_bad_file_settings_fail_before_the_run_starts(
+    loadtest_conn: str, requests_mock: rm.Mocker, settings: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        RunScenarioOperator(task_id="t", scenario_id="sc-1", **settings).execute(_context())  # type: ignore[arg-type]
+    assert requests_mock.request_history == []
+
+
 def test_destinations_need_waiting() -> None:
     with pytest.raises(ValueError, match="need wait_for_completion=True"):
         RunScenarioOperator(
@@ -464,14 +556,24 @@ def test_destinations_need_waiting() -> None:
         )
 
 
-def test_operators_defer_every_heavy_import() -> None:
-    """The report operators' module is parsed with every DAG that uses them: no HTTP client there."""
-    with mock.patch.dict("sys.modules"):
-        import sys
+def test_deferred_task_saves_the_files_when_it_resumes(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], tmp_path: Path
+) -> None:
+    from tests.unit.test_run_lifecycle import _outcome, _saved_record
 
-        for name in [m for m in sys.modules if m.startswith("airflow_provider_loadtest")]:
-            del sys.modules[name]
-        import airflow_provider_loadtest.operators.report  # noqa: F401
-
-        loaded = {m for m in sys.modules if m.startswith("airflow_provider_loadtest")}
-    assert not any(".hooks" in m or ".models" in m or m.endswith("artifacts") for m in loaded), loaded
+    _print_and_junit(requests_mock, pdf_polls=[DONE_LEGACY])
+    store = FakeStateStore({RUN_RECORD_KEY: _saved_record()})
+    op = RunScenarioOperator(
+        task_id="t",
+        scenario_id="sc-1",
+        deferrable=True,
+        junit_destination=str(tmp_path / "junit.xml"),
+        report_pdf_destination=str(tmp_path / "report.pdf"),
+    )
+    result = op.execute_complete(
+        _context(store),  # type: ignore[arg-type]
+        {"status": "done", "run": _saved_record(), "outcome": _outcome()},
+    )
+    assert result["report_pdf"]["size"] == len(PDF) == (tmp_path / "report.pdf").stat().st_size
+    assert result["junit"]["path"] == str(tmp_path / "junit.xml")
+    assert RUN_RECORD_KEY not in store.data
