@@ -254,7 +254,8 @@ def _log_progress(bench_result_id: str, state: str) -> Generator[Any, Any, None]
     parts = [f"Run {bench_result_id}: {state}"]
     try:
         progress = yield endpoints.get_progress(bench_result_id)
-        parts.append(f"{progress.percent:.0f}% done")
+        if progress.percent is not None:  # a progress answer without a number is no reason to fail
+            parts.append(f"{progress.percent:.0f}% done")
     except LoadTestApiError:
         pass
     if state == "RUNNING":

@@ -35,6 +35,7 @@ class FakeService:
         self.logs: list[str] = []
         self.sleeps: list[float] = []
         self.state = "CREATED"
+        self.progress: dict[str, Any] = {"value": 40}
 
     def answer(self, request: ApiRequest[Any]) -> Any:
         self.calls.append(f"{request.method} {request.path}")
@@ -44,7 +45,7 @@ class FakeService:
                 self.state = self.states.pop(0)
             return request.parse({"id": RUN, "state": self.state})
         if path.startswith("/runtime/bench-results/progress/"):
-            return request.parse({"value": 40})
+            return request.parse(self.progress)
         if path.startswith("/analysis/metrics/global/"):
             return request.parse(
                 {
@@ -188,6 +189,14 @@ def test_progress_logged_at_a_readable_pace() -> None:
     # one line for PENDING, one when RUNNING starts, then one a minute over 300 s of RUNNING
     assert 6 <= len(progress_lines) <= 8
     assert any("40% done" in line and "Hits 120" in line and "Avg 80 ms" in line for line in progress_lines)
+
+
+def test_progress_without_a_number_is_logged_without_a_percentage() -> None:
+    service = FakeService(["RUNNING", "FINISHED"])
+    service.progress = {}
+    outcome = service.watch(check_interval_s=10)
+    assert outcome.succeeded
+    assert any(line.startswith(f"Run {RUN}: RUNNING, Hits 120") for line in service.logs), service.logs
 
 
 def test_options_and_outcome_round_trip_as_json() -> None:
