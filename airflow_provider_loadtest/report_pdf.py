@@ -78,8 +78,7 @@ def export_report_pdf(
     service's message, trimmed), does not finish within ``timeout_s``, or yields something that is not
     a PDF. ``secret`` (the API key) is blanked out of any service text quoted in an error.
     """
-    validate_path_id("report_id", report_id)
-    validate_path_id("bench_result_id", bench_result_id)
+    validate_path_id("bench_result_id", bench_result_id)  # only used at the end: check it before any call
     if timeout_s <= 0 or poll_interval_s <= 0:
         raise ValueError("timeout_s and poll_interval_s must be positive")
     now = now or _monotonic

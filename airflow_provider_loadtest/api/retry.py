@@ -6,7 +6,7 @@ Pure arithmetic shared by the sync hook and the async trigger client, so both ba
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -136,7 +136,7 @@ class Attempts:
     policy: RetryPolicy
     log: LoggerLike
     attempt: int = 1
-    waited_s: float = field(default=0.0)
+    waited_s: float = 0.0
 
     def after_no_answer(self, failure: str, *, never_opened: bool) -> float:
         """Seconds to wait after a try that got no HTTP answer; raises the call's error on giving up.

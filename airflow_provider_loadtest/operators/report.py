@@ -129,18 +129,16 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_loadtest.artifacts import storage_path, write_atomically
-        from airflow_provider_loadtest.report_pdf import export_config
 
         report_id, bench_result_id = run_ids(
             self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
         )
         assert report_id is not None
-        config = export_config(self.export_config)
-        destination = storage_path(self.destination)
-        pdf = self.hook.export_report_pdf(
+        destination = storage_path(self.destination)  # a bad destination fails before the PDF is made
+        pdf = self.hook.export_report_pdf(  # checks export_config before any call
             report_id,
             bench_result_id,
-            config=config,
+            config=self.export_config,
             timeout=self.pdf_timeout,
             poll_interval=self.check_interval,
         )
@@ -159,12 +157,10 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
     :param include: shell-style patterns of the names to fetch (default: every file).
     :param include_agent_logs: also fetch the per-agent logs, which the official CI plugins skip:
         one per load generator, large and rarely read.
-
-    A name that is not a plain file name (``../x``, ``a/b``) is skipped with a warning: it would write
-    outside the folder.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
-    Returns the list of ``{"name", "path", "size"}`` of the files written.
+    A name that is not a plain file name (``../x``, ``a/b``) is skipped with a warning: it would write
+    outside the folder. Returns the list of ``{"name", "path", "size"}`` of the files written.
     """
 
     template_fields: Sequence[str] = ("destination", "run", "bench_result_id", "include")
