@@ -34,7 +34,7 @@ unit: venv
 	$(BIN)/python -m pytest tests/unit
 
 demo: venv
-	$(BIN)/python -m airflow_provider_loadtest.demo
+	$(BIN)/python -m devtools.demo
 
 bench: venv
 	$(BIN)/python benchmarks/import_time.py

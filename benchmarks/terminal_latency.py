@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from airflow_provider_loadtest.local_airflow import AirflowHome, DagRunResult, connection_env
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
 from airflow_provider_loadtest.simulator.state import Run
+from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DAG_SOURCES = ROOT / "tests" / "integration" / "dags"

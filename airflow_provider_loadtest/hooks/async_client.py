@@ -18,8 +18,8 @@ from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
+from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
-from airflow_provider_loadtest.watch import Log, Sleep
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -16,15 +16,16 @@ import requests
 from airflow.sdk import BaseHook
 from urllib3.exceptions import NewConnectionError
 
-from airflow_provider_loadtest import __version__, report_pdf
+from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
+from airflow_provider_loadtest.decisions import report_pdf
+from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
+from airflow_provider_loadtest.decisions.templates import choose_template
+from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
-from airflow_provider_loadtest.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
-from airflow_provider_loadtest.templates import choose_template
-from airflow_provider_loadtest.watch import Log, Sleep
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (

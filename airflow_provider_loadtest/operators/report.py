@@ -128,7 +128,7 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         self.check_interval = check_interval
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_loadtest.artifacts import storage_path, write_atomically
+        from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
 
         report_id, bench_result_id = run_ids(
             self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
@@ -197,7 +197,7 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         ]
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from airflow_provider_loadtest.artifacts import storage_path, write_atomically
+        from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
 
         _, bench_result_id = run_ids(
             self.run, report_id=None, bench_result_id=self.bench_result_id, need_report=False

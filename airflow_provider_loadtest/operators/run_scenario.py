@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
-from airflow_provider_loadtest.runs import check_gate_severity, is_terminal
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.runs import StartedRun
-    from airflow_provider_loadtest.watch import RunOutcome, WatchOptions
+    from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
 __all__ = ["DEFAULT_CONN_ID", "RUN_RECORD_KEY", "RunScenarioOperator", "check_literal_ids"]
 
@@ -182,8 +182,8 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: the same verdict as the sync path."""
-        from airflow_provider_loadtest.runs import StartedRun
-        from airflow_provider_loadtest.watch import RunOutcome
+        from airflow_provider_loadtest.decisions.runs import StartedRun
+        from airflow_provider_loadtest.decisions.watch import RunOutcome
 
         run = StartedRun.from_xcom(event["run"])
         if event.get("status") != "done":
@@ -209,7 +209,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         state store (3.3+), which survives retries and worker crashes; it is written the moment the
         start call answers and removed once the task reaches a verdict.
         """
-        from airflow_provider_loadtest.runs import StartedRun
+        from airflow_provider_loadtest.decisions.runs import StartedRun
 
         store = context.get("task_state_store") if hasattr(context, "get") else None
         saved = _store_get(store, self.log)
@@ -251,7 +251,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def start_run(self, context: Context) -> StartedRun:
         """Check the rendered arguments, resolve the template and start the run (one POST)."""
-        from airflow_provider_loadtest.runs import StartedRun
+        from airflow_provider_loadtest.decisions.runs import StartedRun
 
         scenario_id = validate_path_id("scenario_id", self.scenario_id)
         workspace_id = (
@@ -292,7 +292,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             if self.template_id in (None, ""):
                 return None
             return validate_path_id("template_id", self.template_id)
-        from airflow_provider_loadtest.templates import require_template
+        from airflow_provider_loadtest.decisions.templates import require_template
 
         assert workspace_id is not None  # enforced in __init__
         template = require_template(
@@ -317,7 +317,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     def _watch_options(self, context: Context, run: StartedRun) -> WatchOptions:
         """The wait's bounds. Deferred tasks carry their own deadline: Airflow's deferral timeout
         would skip ``execute_complete`` and leave the run going."""
-        from airflow_provider_loadtest.watch import WatchOptions
+        from airflow_provider_loadtest.decisions.watch import WatchOptions
 
         deadlines = []
         if self.timeout is not None:
@@ -339,7 +339,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         """Wait on this worker. If the wait is cut short (execution_timeout, kill, shutdown), the run
         is stopped; an API outage while polling leaves it going for a retry to re-attach to."""
         from airflow_provider_loadtest.api.errors import LoadTestApiError
-        from airflow_provider_loadtest.watch import watch_run
+        from airflow_provider_loadtest.decisions.watch import watch_run
 
         try:
             return self.hook.drive(
@@ -371,8 +371,8 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         """Refuse a bad destination or export setting now, not after a two-hour load test."""
         if not (self.junit_destination or self.report_pdf_destination):
             return
-        from airflow_provider_loadtest.artifacts import storage_path
-        from airflow_provider_loadtest.report_pdf import export_config
+        from airflow_provider_loadtest.decisions.report_pdf import export_config
+        from airflow_provider_loadtest.hooks.artifacts import storage_path
 
         for destination in (self.junit_destination, self.report_pdf_destination):
             if destination:
@@ -401,7 +401,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
                 ),
             ),
         ]
-        from airflow_provider_loadtest.artifacts import write_atomically
+        from airflow_provider_loadtest.hooks.artifacts import write_atomically
 
         saved: dict[str, Any] = {}
         for key, destination, fetch in wanted:

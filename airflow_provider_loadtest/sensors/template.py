@@ -53,7 +53,7 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
 
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_loadtest.api.validation import validate_path_id
-        from airflow_provider_loadtest.templates import choose_template, describe_missing
+        from airflow_provider_loadtest.decisions.templates import choose_template, describe_missing
 
         workspace_id = validate_path_id("workspace_id", self.workspace_id)
         template_id = validate_path_id("template_id", self.template_id) if self.template_id else None

@@ -55,8 +55,8 @@ class LoadTestRunTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_loadtest.decisions.watch import WatchOptions, watch_run
         from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
-        from airflow_provider_loadtest.watch import WatchOptions, watch_run
 
         try:
             settings = await settings_for(self.loadtest_conn_id)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_loadtest.local_airflow import AirflowHome, DagRunResult, connection_env
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
+from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
 pytestmark = pytest.mark.integration
 

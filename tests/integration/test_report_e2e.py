@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from airflow_provider_loadtest.local_airflow import AirflowHome, connection_env
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
+from devtools.local_airflow import AirflowHome, connection_env
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,10 @@ import pytest
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.decisions.watch import WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings
-from airflow_provider_loadtest.watch import WatchOptions, watch_run
 from tests.conftest import API_KEY, BASE_URL
 
 SETTINGS = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url=BASE_URL + "/ui")

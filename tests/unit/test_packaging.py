@@ -73,5 +73,5 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         m
         for m in added
         if m.startswith(("airflow_provider_loadtest.models", "airflow_provider_loadtest.hooks"))
-        or m == "airflow_provider_loadtest.artifacts"
+        or m == "airflow_provider_loadtest.hooks.artifacts"
     }

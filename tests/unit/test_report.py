@@ -12,8 +12,9 @@ import requests_mock as rm
 from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_provider_loadtest import artifacts, report_pdf
 from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.decisions import report_pdf
+from airflow_provider_loadtest.hooks import artifacts
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 from airflow_provider_loadtest.operators.report import (

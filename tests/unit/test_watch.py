@@ -9,8 +9,8 @@ import pytest
 
 from airflow_provider_loadtest.api.endpoints import ApiRequest
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.runs import breaking_alarms, check_gate_severity, is_terminal
-from airflow_provider_loadtest.watch import Log, RunOutcome, Sleep, WatchOptions, watch_run
+from airflow_provider_loadtest.decisions.runs import breaking_alarms, check_gate_severity, is_terminal
+from airflow_provider_loadtest.decisions.watch import Log, RunOutcome, Sleep, WatchOptions, watch_run
 
 RUN = "br-1"
 CRITICAL = {"id": "a1", "severity": "CRITICAL", "name": "Avg response time"}

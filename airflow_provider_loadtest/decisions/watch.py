@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.runs import (
+from airflow_provider_loadtest.decisions.runs import (
     FAILED_STATES,
     breaking_alarms,
     check_gate_severity,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import trim_service_text
 from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.models import (
     ExportReportConfig,
     FailedTaskResult,
@@ -23,7 +24,6 @@ from airflow_provider_loadtest.models import (
     TaskStatusEnvelope,
     UnknownTaskResult,
 )
-from airflow_provider_loadtest.watch import Log, Sleep
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.api.endpoints import ApiRequest

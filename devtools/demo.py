@@ -1,6 +1,6 @@
 """The one-command demo: the scheduled example DAG, end to end, in a real Airflow, fully offline.
 
-``make demo`` (or ``python -m airflow_provider_loadtest.demo``) starts the bundled service simulator on
+``make demo`` (or ``python -m devtools.demo``) starts the bundled service simulator on
 127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
 ``airflow dags test`` for the example DAGs (``loadtest_nightly``, then ``loadtest_nightly_report``,
 whose PDF report and run files are kept in ``./demo-reports``), prints what happened and cleans up,
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_loadtest.local_airflow import AirflowHome, DagRunResult, connection_env
+from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
 STARTUP_TIMEOUT_S = 60.0
 

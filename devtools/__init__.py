@@ -1,0 +1,1 @@
+"""Repository tooling (the demo, the throwaway local Airflow): not shipped in the wheel."""
