@@ -68,10 +68,15 @@ class ApiRequest(Generic[T]):
         when the connection was never opened (so the service cannot have seen it)."""
         return self.retry is RetrySafety.SAFE or never_opened
 
-    def error(self, status: int | None, detail: str) -> LoadTestApiError:
+    def error(self, status: int | None, detail: str, *, reached_service: bool = True) -> LoadTestApiError:
         """An exception for this call, so every failure names the operation, method and path."""
         return LoadTestApiError(
-            operation=self.operation, method=self.method, path=self.path, status=status, detail=detail
+            operation=self.operation,
+            method=self.method,
+            path=self.path,
+            status=status,
+            detail=detail,
+            reached_service=reached_service,
         )
 
 

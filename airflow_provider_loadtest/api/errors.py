@@ -21,10 +21,17 @@ def trim_service_text(text: str, secret: str | None = None, limit: int = _MAX_ME
     return cleaned
 
 
+#: Answers that say the request itself is wrong: sending it again can never succeed.
+NEVER_SUCCEEDS_STATUSES = frozenset({400, 401, 403, 404, 405, 406, 410, 415, 422})
+
+
 class LoadTestApiError(AirflowException):
     """A call to the load-testing service failed.
 
-    ``status`` is ``None`` when no HTTP answer arrived (connection error, timeout, unreadable answer).
+    ``status`` is ``None`` when no HTTP answer arrived (connection error, timeout), and the answer's
+    status when it arrived but was refused or unreadable. ``reached_service`` is ``False`` only when
+    the request provably never left this machine (connection refused, DNS failure, connect timeout):
+    the service cannot have acted on it.
     """
 
     def __init__(
@@ -35,24 +42,54 @@ class LoadTestApiError(AirflowException):
         path: str,
         status: int | None,
         detail: str,
+        reached_service: bool = True,
     ) -> None:
         self.operation = operation
         self.method = method
         self.path = path
         self.status = status
         self.detail = detail
+        self.reached_service = reached_service
         status_text = f"HTTP {status}" if status is not None else "no HTTP answer"
         super().__init__(f"{operation} failed ({method} {path}, {status_text}): {detail}")
 
+    @property
+    def never_succeeds(self) -> bool:
+        """The service refused the request itself (bad key, no rights, unknown id, bad body): a retry
+        would get the same answer, so the task should fail without retries."""
+        return self.status in NEVER_SUCCEEDS_STATUSES
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Whether the service may have acted on the request although we got no usable answer.
+
+        True after a read timeout or a dropped connection (``status`` None but sent), a 5xx, or a 2xx
+        whose body could not be read. A 4xx (or a 3xx, which is never followed) means the service, or
+        a proxy in front of it, refused it; a request that never left cannot have been acted on.
+        """
+        if not self.reached_service:
+            return False
+        return self.status is None or self.status >= 500 or 200 <= self.status < 300
+
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only __init__: teach pickle (used when Airflow ships exceptions between processes).
-        return (_rebuild_error, (self.operation, self.method, self.path, self.status, self.detail))
+        return (
+            _rebuild_error,
+            (self.operation, self.method, self.path, self.status, self.detail, self.reached_service),
+        )
 
 
 def _rebuild_error(
-    operation: str, method: str, path: str, status: int | None, detail: str
+    operation: str, method: str, path: str, status: int | None, detail: str, reached_service: bool = True
 ) -> LoadTestApiError:
-    return LoadTestApiError(operation=operation, method=method, path=path, status=status, detail=detail)
+    return LoadTestApiError(
+        operation=operation,
+        method=method,
+        path=path,
+        status=status,
+        detail=detail,
+        reached_service=reached_service,
+    )
 
 
 class TemplateNotFoundError(AirflowException):

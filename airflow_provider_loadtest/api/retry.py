@@ -147,7 +147,9 @@ class Attempts:
         safe = self.request.may_resend(never_opened=never_opened)
         delay = self.policy.next_delay(safe=safe, attempt=self.attempt, waited_s=self.waited_s)
         if delay is None:
-            raise self.request.error(None, transport_failure_detail(failure, self.attempt, safe)) from None
+            raise self.request.error(
+                None, transport_failure_detail(failure, self.attempt, safe), reached_service=not never_opened
+            ) from None
         return self._again(failure, delay)
 
     def after_answer(self, status: int, retry_after: str | None) -> float | None:

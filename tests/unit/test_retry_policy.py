@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import logging
 import random
 from datetime import UTC, datetime
 
 import pytest
 
+from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import RetryPolicy, parse_retry_after
 
 
@@ -37,3 +39,30 @@ def test_bounds_on_attempts_and_total_wait() -> None:
     assert policy.allows(1, 0, 5)
     assert not policy.allows(3, 0, 1)
     assert not policy.allows(1, 6, 5)
+
+
+def test_error_says_whether_a_start_may_have_happened() -> None:
+    import pickle
+
+    from airflow_provider_loadtest.api import endpoints
+    from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
+
+    request = endpoints.run_scenario("scn-1")
+    never = RetryPolicy(max_attempts=1)
+    log = logging.getLogger("test")
+    with pytest.raises(LoadTestApiError) as refused:
+        Attempts(request, never, log).after_no_answer("refused", never_opened=True)
+    with pytest.raises(LoadTestApiError) as dropped:
+        Attempts(request, never, log).after_no_answer("dropped", never_opened=False)
+    assert not refused.value.reached_service and not refused.value.outcome_unknown
+    assert dropped.value.outcome_unknown
+    assert pickle.loads(pickle.dumps(refused.value)).reached_service is False
+    for status, unknown, never_succeeds in [
+        (500, True, False),
+        (200, True, False),
+        (401, False, True),
+        (429, False, False),
+        (404, False, True),
+    ]:
+        error = request.error(status, "x")
+        assert (error.outcome_unknown, error.never_succeeds) == (unknown, never_succeeds), status
