@@ -49,6 +49,16 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_loadtest.sensors.template"],
             }
         ],
+        "triggers": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": [
+                    "airflow_provider_loadtest.triggers.run",
+                    "airflow_provider_loadtest.triggers.template",
+                    "airflow_provider_loadtest.triggers.report",
+                ],
+            }
+        ],
         "extra-links": ["airflow_provider_loadtest.links.report.LoadTestReportLink"],
         "connection-types": [
             {

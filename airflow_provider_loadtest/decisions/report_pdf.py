@@ -79,6 +79,31 @@ def export_report_pdf(
     a PDF. ``secret`` (the API key) is blanked out of any service text quoted in an error.
     """
     validate_path_id("bench_result_id", bench_result_id)  # only used at the end: check it before any call
+    filename = yield from print_report(
+        report_id,
+        config=config,
+        timeout_s=timeout_s,
+        poll_interval_s=poll_interval_s,
+        now=now,
+        secret=secret,
+    )
+    return (yield from download_pdf(bench_result_id, filename, secret=secret))
+
+
+def print_report(
+    report_id: str,
+    *,
+    config: ExportReportConfig | None = None,
+    timeout_s: float = DEFAULT_PDF_TIMEOUT_S,
+    poll_interval_s: float = DEFAULT_PDF_POLL_INTERVAL_S,
+    now: Callable[[], float] | None = None,
+    secret: str | None = None,
+) -> Generator[Any, Any, str]:
+    """The first half of ``export_report_pdf``: start the print task, wait for it, return the file name.
+
+    A deferred ``DownloadReportOperator`` waits with this in the triggerer and downloads on its worker
+    (``download_pdf``): the PDF's bytes never travel through the trigger event.
+    """
     if timeout_s <= 0 or poll_interval_s <= 0:
         raise ValueError("timeout_s and poll_interval_s must be positive")
     now = now or _monotonic
@@ -108,7 +133,13 @@ def export_report_pdf(
                 f"(timeout {timeout_s:.0f} s)",
             )
         yield Sleep(min(poll_interval_s, timeout_s - waited))
+    return filename
 
+
+def download_pdf(
+    bench_result_id: str, filename: str, *, secret: str | None = None
+) -> Generator[Any, Any, bytes]:
+    """The second half of ``export_report_pdf``: download the printed file and check it is a PDF."""
     download = endpoints.download_run_file(bench_result_id, filename)
     content: bytes = yield download
     if not content.startswith(PDF_MAGIC):

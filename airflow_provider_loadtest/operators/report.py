@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
@@ -93,6 +93,8 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
     :param pdf_timeout: longest wait for the service to render the PDF.
     :param check_interval: seconds between two polls of the print task.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
+    :param deferrable: wait for the print task in the triggerer, freeing the worker slot; the worker
+        downloads the PDF when the trigger fires. Defaults to ``[operators] default_deferrable``.
 
     Returns ``{"path", "size", "report_id", "bench_result_id"}``.
     """
@@ -112,10 +114,12 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         pdf_timeout: float | timedelta = DEFAULT_PDF_TIMEOUT,
         check_interval: float = 5.0,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.loadtest_conn_id = loadtest_conn_id
+        self.deferrable = deferrable
         check_literal_ids(report_id=report_id, bench_result_id=bench_result_id)
         self.pdf_timeout = pdf_timeout.total_seconds() if isinstance(pdf_timeout, timedelta) else pdf_timeout
         if self.pdf_timeout <= 0 or check_interval <= 0:
@@ -128,13 +132,15 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         self.check_interval = check_interval
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
+        from airflow_provider_loadtest.hooks.artifacts import storage_path
 
         report_id, bench_result_id = run_ids(
             self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
         )
         assert report_id is not None
         destination = storage_path(self.destination)  # a bad destination fails before the PDF is made
+        if self.deferrable:
+            self._defer_print(report_id, bench_result_id)
         pdf = self.hook.export_report_pdf(  # checks export_config before any call
             report_id,
             bench_result_id,
@@ -142,6 +148,46 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
             timeout=self.pdf_timeout,
             poll_interval=self.check_interval,
         )
+        return self._save(destination, pdf, report_id, bench_result_id)
+
+    def _defer_print(self, report_id: str, bench_result_id: str) -> None:
+        from airflow_provider_loadtest.decisions.report_pdf import export_config
+        from airflow_provider_loadtest.triggers.report import ReportPrintTrigger
+
+        export_config(self.export_config)  # bad settings fail here, not in the triggerer
+        self.log.info("Deferring: the triggerer waits for the PDF of report %s", report_id)
+        self.defer(
+            trigger=ReportPrintTrigger(
+                loadtest_conn_id=self.loadtest_conn_id,
+                report_id=report_id,
+                export_config=dict(self.export_config) if self.export_config is not None else None,
+                timeout=self.pdf_timeout,
+                poll_interval=self.check_interval,
+            ),
+            method_name="execute_complete",
+            kwargs={"report_id": report_id, "bench_result_id": bench_result_id},
+        )
+
+    def execute_complete(
+        self, context: Context, event: dict[str, Any], report_id: str, bench_result_id: str
+    ) -> dict[str, Any]:
+        """Resume after the print task finished in the triggerer: download the PDF and save it."""
+        from airflow_provider_loadtest.decisions.report_pdf import download_pdf
+        from airflow_provider_loadtest.hooks.artifacts import storage_path
+        from airflow_provider_loadtest.triggers.common import raise_for_event
+
+        if event.get("status") != "done":
+            raise_for_event(event, f"Printing report {report_id} to PDF")
+        pdf = self.hook.drive(
+            download_pdf(bench_result_id, event["filename"], secret=self.hook.settings.api_key), self.log
+        )
+        return self._save(storage_path(self.destination), pdf, report_id, bench_result_id)
+
+    def _save(
+        self, destination: ObjectStoragePath, pdf: bytes, report_id: str, bench_result_id: str
+    ) -> dict[str, Any]:
+        from airflow_provider_loadtest.hooks.artifacts import write_atomically
+
         saved = write_atomically(destination, pdf)
         self.log.info("Saved the PDF of report %s to %s (%d bytes)", report_id, saved.path, saved.size)
         return {**saved.to_xcom(), "report_id": report_id, "bench_result_id": bench_result_id}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 
@@ -28,6 +28,9 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
     :param template_name: the template's name (give this or ``template_id``).
     :param template_id: the template's id, to wait until it exists.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
+    :param deferrable: after a first check on the worker, wait in the triggerer (polling every
+        ``poke_interval`` seconds until ``timeout``) instead of holding a worker slot or rescheduling.
+        Defaults to ``[operators] default_deferrable``.
     """
 
     template_fields: Sequence[str] = ("workspace_id", "template_name", "template_id")
@@ -40,6 +43,7 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
         template_name: str | None = None,
         template_id: str | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -50,6 +54,51 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
         self.template_name = template_name
         self.template_id = template_id
         self.loadtest_conn_id = loadtest_conn_id
+        self.deferrable = deferrable
+
+    def execute(self, context: Context) -> Any:
+        """Poke once here; if the template is not there yet and ``deferrable``, wait in the triggerer."""
+        if not self.deferrable:
+            return super().execute(context)
+        first = self.poke(context)
+        if first.is_done:
+            return first.xcom_value
+        import time
+
+        from airflow_provider_loadtest.api.validation import validate_path_id
+        from airflow_provider_loadtest.triggers.template import TemplateTrigger
+
+        self.log.info(
+            "Deferring: the triggerer checks every %s s, freeing this worker slot", self.poke_interval
+        )
+        self.defer(
+            trigger=TemplateTrigger(
+                loadtest_conn_id=self.loadtest_conn_id,
+                workspace_id=validate_path_id("workspace_id", self.workspace_id),
+                template_name=self.template_name,
+                template_id=validate_path_id("template_id", self.template_id) if self.template_id else None,
+                poke_interval=float(self.poke_interval),
+                deadline=time.time() + float(self.timeout),
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> str:
+        """Resume after the trigger fired: the template's id, or the sensor's timeout, or the error."""
+        from airflow_provider_loadtest.triggers.common import raise_for_event
+
+        if event.get("status") == "done":
+            self.log.info(
+                "Found report template %r (id %s)", event.get("template_name"), event["template_id"]
+            )
+            return str(event["template_id"])
+        if event.get("error") == "TemplateWaitTimeout":
+            from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
+
+            if self.soft_fail:
+                raise AirflowSkipException(str(event.get("message")))
+            raise AirflowSensorTimeout(str(event.get("message")))
+        raise_for_event(event, "Waiting for the report template")
 
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_provider_loadtest.api.validation import validate_path_id
