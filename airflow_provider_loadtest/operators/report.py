@@ -160,22 +160,21 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
             trigger=ReportPrintTrigger(
                 loadtest_conn_id=self.loadtest_conn_id,
                 report_id=report_id,
+                bench_result_id=bench_result_id,
                 export_config=dict(self.export_config) if self.export_config is not None else None,
                 timeout=self.pdf_timeout,
                 poll_interval=self.check_interval,
             ),
             method_name="execute_complete",
-            kwargs={"report_id": report_id, "bench_result_id": bench_result_id},
         )
 
-    def execute_complete(
-        self, context: Context, event: dict[str, Any], report_id: str, bench_result_id: str
-    ) -> dict[str, Any]:
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the print task finished in the triggerer: download the PDF and save it."""
         from airflow_provider_loadtest.decisions.report_pdf import download_pdf
         from airflow_provider_loadtest.hooks.artifacts import storage_path
         from airflow_provider_loadtest.triggers.common import raise_for_event
 
+        report_id, bench_result_id = str(event["report_id"]), str(event["bench_result_id"])
         if event.get("status") != "done":
             raise_for_event(event, f"Printing report {report_id} to PDF")
         pdf = self.hook.drive(

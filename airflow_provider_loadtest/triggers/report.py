@@ -18,6 +18,8 @@ class ReportPrintTrigger(BaseTrigger):
 
     :param loadtest_conn_id: connection to read (with Airflow's async connection API).
     :param report_id: the report to print (already rendered and checked).
+    :param bench_result_id: the run whose files hold the PDF; handed back in the event for the download
+        (Airflow 3.3 does not hand ``defer(kwargs=...)`` to ``execute_complete``).
     :param export_config: the ``ExportReportConfig`` as the service's JSON, or ``None``.
     :param timeout: longest wait for the print task, in seconds.
     :param poll_interval: seconds between two polls of the print task.
@@ -28,6 +30,7 @@ class ReportPrintTrigger(BaseTrigger):
         *,
         loadtest_conn_id: str,
         report_id: str,
+        bench_result_id: str,
         export_config: dict[str, Any] | None,
         timeout: float,
         poll_interval: float,
@@ -35,6 +38,7 @@ class ReportPrintTrigger(BaseTrigger):
         super().__init__()
         self.loadtest_conn_id = loadtest_conn_id
         self.report_id = report_id
+        self.bench_result_id = bench_result_id
         self.export_config = export_config
         self.timeout = timeout
         self.poll_interval = poll_interval
@@ -45,6 +49,7 @@ class ReportPrintTrigger(BaseTrigger):
             {
                 "loadtest_conn_id": self.loadtest_conn_id,
                 "report_id": self.report_id,
+                "bench_result_id": self.bench_result_id,
                 "export_config": self.export_config,
                 "timeout": self.timeout,
                 "poll_interval": self.poll_interval,
@@ -68,4 +73,5 @@ class ReportPrintTrigger(BaseTrigger):
         )
         if event["status"] == "done":
             event["filename"] = event.pop("value")
+        event.update(report_id=self.report_id, bench_result_id=self.bench_result_id)
         yield TriggerEvent(event)

@@ -40,7 +40,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Handler]]:
     real = async_client.AsyncLoadTestClient
 
     def with_transport(settings: Any, *args: Any, **kwargs: Any) -> Any:
-        return real(settings, transport=httpx.MockTransport(lambda r: handlers[0](r)))
+        return real(settings, transport=httpx.MockTransport(handlers[0]))
 
     async def no_sleep(seconds: float) -> None:
         return None
@@ -234,7 +234,6 @@ def test_report_defers_waits_in_the_trigger_and_downloads_on_the_worker(
     assert requests_mock.call_count == 0  # the worker did not start the print task
     trigger = _roundtrip(deferred.value.trigger)
     assert isinstance(trigger, ReportPrintTrigger)
-    assert deferred.value.kwargs == {"report_id": "rep-1", "bench_result_id": "br-1"}
 
     handler, seen = _print_handler(
         [
@@ -244,12 +243,17 @@ def test_report_defers_waits_in_the_trigger_and_downloads_on_the_worker(
     )
     service.append(handler)
     event = _fire(trigger)
-    assert event == {"status": "done", "filename": "rep-1.pdf"}
+    assert event == {
+        "status": "done",
+        "filename": "rep-1.pdf",
+        "report_id": "rep-1",
+        "bench_result_id": "br-1",
+    }
     assert json.loads(seen[0].content)["config"]["pageFormat"] == "A4"
     assert not target.exists()
 
     _print_service(requests_mock, [])
-    result = operator.execute_complete({}, event, **deferred.value.kwargs)  # type: ignore[arg-type]
+    result = operator.execute_complete({}, event)  # type: ignore[arg-type]
     assert result == {"path": str(target), "size": len(PDF), "report_id": "rep-1", "bench_result_id": "br-1"}
     assert target.read_bytes() == PDF
     assert [r.url.split("?")[0] for r in requests_mock.request_history] == [FILE_URL]
@@ -263,7 +267,12 @@ def test_report_trigger_failure_fails_the_task_and_writes_nothing(
     )
     service.append(handler)
     trigger = ReportPrintTrigger(
-        loadtest_conn_id=loadtest_conn, report_id="rep-1", export_config=None, timeout=60, poll_interval=5
+        loadtest_conn_id=loadtest_conn,
+        report_id="rep-1",
+        bench_result_id="br-1",
+        export_config=None,
+        timeout=60,
+        poll_interval=5,
     )
     event = _fire(trigger)
     assert event["status"] == "error"
@@ -272,7 +281,7 @@ def test_report_trigger_failure_fails_the_task_and_writes_nothing(
     target = tmp_path / "report.pdf"
     operator = DownloadReportOperator(task_id="pdf", run=RUN, destination=str(target), deferrable=True)
     with pytest.raises(AirflowException, match="Printing report rep-1 to PDF failed in the triggerer"):
-        operator.execute_complete({}, event, report_id="rep-1", bench_result_id="br-1")  # type: ignore[arg-type]
+        operator.execute_complete({}, event)  # type: ignore[arg-type]
     assert not target.exists()
 
 
@@ -296,6 +305,6 @@ def test_downloaded_file_that_is_not_a_pdf_is_refused(
     operator = DownloadReportOperator(task_id="pdf", run=RUN, destination=str(target), deferrable=True)
     with pytest.raises(AirflowException, match="not a PDF"):
         operator.execute_complete(  # type: ignore[arg-type]
-            {}, {"status": "done", "filename": "rep-1.pdf"}, report_id="rep-1", bench_result_id="br-1"
+            {}, {"status": "done", "filename": "rep-1.pdf", "report_id": "rep-1", "bench_result_id": "br-1"}
         )
     assert not target.exists()
