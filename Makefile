@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: venv lint test unit demo bench clean
+.PHONY: venv lint test unit demo bench browser clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -35,6 +35,11 @@ unit: venv
 
 demo: venv
 	$(BIN)/python -m devtools.demo
+
+# The connection form in a real headless chromium (installed with apt-get when missing): see
+# devtools/browser_check.py. `make test` runs it too (tests/integration/test_browser_check.py).
+browser: venv
+	$(BIN)/python -m devtools.browser_check
 
 bench: venv
 	$(BIN)/python benchmarks/import_time.py
