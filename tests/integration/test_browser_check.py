@@ -34,3 +34,4 @@ def test_connection_form_in_a_real_browser() -> None:
     assert done.returncode == 0, output[-6000:]
     assert "Connected to http://127.0.0.1:" in output
     assert "HTTP 401" in output
+    assert "the 'Load test report' link opened http://127.0.0.1:" in output
