@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import connection_env, simulators, spread, table  # noqa: E402
+from benchmarks.common import connection_env, simulators, spread, table
 
 WORKSPACE = "demo-workspace"
 
@@ -118,9 +118,7 @@ def main() -> None:
         bare = statistics.median(samples[(name, "bare requests.Session + json.loads")])
         for variant in variants:
             values = samples[(name, variant)]
-            rows.append(
-                [name, variant, spread(values), f"{statistics.median(values) / bare:.2f}x"]
-            )
+            rows.append([name, variant, spread(values), f"{statistics.median(values) / bare:.2f}x"])
     print(f"CPU per call in this process, microseconds, median [min-max] of {args.rounds} rounds:")
     print(table(rows, ["call", "variant", "CPU us/call", "vs bare session"]))
 

@@ -7,6 +7,7 @@ variants interleaved so that drift (other processes, CPU frequency) hits all of 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import statistics
@@ -71,11 +72,8 @@ def simulators(count: int = 1, run_seconds: float = 3600.0) -> Iterator[list[Sim
 
 def connection_env(sim: Simulator) -> dict[str, str]:
     """Environment giving Airflow a ``loadtest_default`` connection to ``sim`` (no database needed)."""
-    return {
-        "AIRFLOW_CONN_LOADTEST_DEFAULT": (
-            '{"conn_type": "loadtest", "host": "%s", "password": "%s"}' % (sim.url, sim.api_key)
-        )
-    }
+    connection = {"conn_type": "loadtest", "host": sim.url, "password": sim.api_key}
+    return {"AIRFLOW_CONN_LOADTEST_DEFAULT": json.dumps(connection)}
 
 
 def spread(values: Sequence[float]) -> str:
@@ -116,7 +114,5 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
     rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = [
-        "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
-    ]
+    body = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
     return "\n".join([line, rule, *body])

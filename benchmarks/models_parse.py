@@ -1,4 +1,4 @@
-"""Models at the cost of JSON: decoding the service's answers beside ``json.loads``, dumping beside ``json.dumps``.
+"""Models at the cost of JSON: decoding answers beside ``json.loads``, dumping beside ``json.dumps``.
 
 Each answer is decoded the way the client decodes it (``api.endpoints.decode_answer`` with the call's
 own parse), from bytes, and timed against plain ``json.loads`` of the same bytes, interleaved; dumping a
@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import spread, table  # noqa: E402
+from benchmarks.common import spread, table
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "unit" / "fixtures" / "report_template_full.json"
 

@@ -26,7 +26,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import open_sockets, percentile, rss_kib, simulators, table  # noqa: E402
+from benchmarks.common import open_sockets, percentile, rss_kib, simulators, table
 
 VARIANTS = ("ours: LoadTestRunTrigger", "baseline: a new client per poll")
 
@@ -51,7 +51,7 @@ def start_runs(urls_keys: list[tuple[str, str]], count: int) -> list[tuple[int, 
 # --- the child process: one variant, one size ---------------------------------------------------
 
 
-async def _child(spec: dict[str, Any]) -> dict[str, Any]:
+async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one measurement, read top to bottom)
     import httpx
 
     from airflow_provider_loadtest.hooks import async_client
@@ -63,6 +63,7 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:
     sims: list[tuple[str, str]] = spec["simulators"]
     late: list[float] = []
     polls = [0]
+    ended: list[str] = []  # waits that ended (they should not: the runs last an hour)
 
     async def timed_sleep(seconds: float) -> None:
         due = loop.time() + seconds
@@ -90,7 +91,8 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:
         )
 
         async def consume() -> None:
-            async for _event in trigger.run():
+            async for event in trigger.run():
+                ended.append(str(event.payload.get("message") or event.payload.get("status")))
                 return
 
         return consume()
@@ -137,6 +139,8 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:
         "polls_made_pct": 100.0 * polls_made / expected if expected else float("nan"),
         "late_p50_s": percentile(late, 50),
         "late_p99_s": percentile(late, 99),
+        "ended": len(ended),
+        "first_end": ended[0] if ended else None,
     }
 
 
