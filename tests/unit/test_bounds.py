@@ -1,0 +1,226 @@
+"""Every wait has a bound (issue 10): whole-request deadlines, back-off cut at the watch deadline,
+the deadline stops the run whatever the wait was doing, reads retried on 500 within those bounds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+import requests_mock as rm
+
+from airflow_provider_loadtest.api import endpoints
+from airflow_provider_loadtest.api import retry as retry_module
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
+from airflow_provider_loadtest.decisions.watch import Log, WatchOptions, watch_run
+from airflow_provider_loadtest.hooks import async_client
+from airflow_provider_loadtest.hooks import loadtest as hook_module
+from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
+from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+from tests.conftest import API_KEY, BASE_URL, connection_json
+
+log = logging.getLogger(__name__)
+BENCH_URL = f"{BASE_URL}/runtime/bench-results/br-1"
+RUN_URL = f"{BASE_URL}/runtime/scenarios/run/sc-1"
+#: A valid answer the trickling server sends one byte per second: whole, it would take 40 s.
+TRICKLED = b'{"id": "br-1", "state": "RUNNING"}'.ljust(40)
+
+
+class Trickle:
+    """A tiny HTTP server on 127.0.0.1 that sends its headers at once, then one body byte per second.
+
+    Bounded: it sends at most ``len(TRICKLED)`` bytes per connection and stops as soon as the client
+    hangs up; ``sent`` records how many body bytes each connection got.
+    """
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.sent: list[int] = []
+        self.closing = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self.closing.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        index = len(self.sent)
+        self.sent.append(0)
+        with conn:
+            conn.recv(65536)
+            head = (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(TRICKLED)}\r\n\r\n"
+            )
+            try:
+                conn.sendall(head.encode())
+                for byte in TRICKLED:
+                    if self.closing.wait(1.0):
+                        return
+                    conn.sendall(bytes([byte]))
+                    self.sent[index] += 1
+            except OSError:  # the client hung up: what the test wants
+                return
+
+    def __enter__(self) -> Trickle:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closing.set()
+        self.thread.join(timeout=5)
+        self.listener.close()
+
+
+@pytest.fixture
+def trickle() -> Iterator[Trickle]:
+    with Trickle() as server:
+        yield server
+
+
+def _trickled_start() -> endpoints.ApiRequest[Any]:
+    # The start is never resent once it may have reached the service: one try, one connection.
+    return endpoints.run_scenario("sc-1")
+
+
+def test_sync_call_has_a_whole_request_deadline(trickle: Trickle, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LOADTEST_DEFAULT",
+        connection_json(host=f"http://127.0.0.1:{trickle.port}", read_timeout=2),
+    )
+    hook = LoadTestHook()
+    with pytest.raises(LoadTestApiError, match="whole-request bound") as caught:
+        hook.call(_trickled_start())
+    assert caught.value.outcome_unknown
+    assert trickle.sent and trickle.sent[0] < len(TRICKLED)
+
+
+def test_async_call_has_a_whole_request_deadline(trickle: Trickle) -> None:
+    settings = ConnectionSettings(
+        base_url=f"http://127.0.0.1:{trickle.port}", api_key=API_KEY, ui_url="x", read_timeout_s=2
+    )
+
+    async def go() -> Any:
+        async with AsyncLoadTestClient(settings) as client:
+            return await client.call(_trickled_start())
+
+    with pytest.raises(LoadTestApiError, match="whole-request bound") as caught:
+        asyncio.run(go())
+    assert caught.value.outcome_unknown
+    assert trickle.sent and trickle.sent[0] < len(TRICKLED)
+
+
+class Clock:
+    def __init__(self, start: float = 1000.0) -> None:
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_back_off_is_cut_at_the_request_deadline_and_no_try_follows() -> None:
+    clock = Clock()
+    request = replace(endpoints.get_bench_result("br-1"), deadline=clock.t + 3)
+    tries = Attempts(request, RetryPolicy(), log, now=clock)
+    assert tries.budget(60.0) == 3.0  # one try never outlives the deadline
+    delay = tries.after_answer(503, "30")
+    assert delay == 3.0  # not the 30 s the service asked for
+    clock.t += delay
+    with pytest.raises(LoadTestApiError, match="deadline passed"):
+        tries.budget(60.0)
+
+
+def test_a_retry_after_does_not_keep_a_sync_call_past_its_deadline(
+    loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock(time.time())
+    waits: list[float] = []
+
+    def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock.t += seconds
+
+    monkeypatch.setattr(hook_module, "_sleep", fake_sleep)
+    monkeypatch.setattr(retry_module, "_now", clock)
+    requests_mock.get(BENCH_URL, status_code=503, headers={"Retry-After": "30"})
+    request = replace(endpoints.get_bench_result("br-1"), deadline=clock.t + 3)
+    with pytest.raises(LoadTestApiError):
+        LoadTestHook().call(request)
+    assert sum(waits) <= 3.0
+
+
+def test_reads_retry_on_500_but_the_start_does_not(
+    loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hook_module, "_sleep", lambda _s: None)
+    requests_mock.get(BENCH_URL, [{"status_code": 500}, {"json": {"id": "br-1", "state": "RUNNING"}}])
+    requests_mock.post(RUN_URL, status_code=500)
+    hook = LoadTestHook()
+    assert hook.get_bench_result("br-1").state == "RUNNING"
+    with pytest.raises(LoadTestApiError) as caught:
+        hook.run_scenario("sc-1")
+    assert caught.value.outcome_unknown
+    assert [r.method for r in requests_mock.request_history].count("POST") == 1
+
+
+def test_async_reads_retry_on_500(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(async_client, "_sleep", no_sleep)
+    answers = iter([httpx.Response(500), httpx.Response(200, json={"id": "br-1", "state": "RUNNING"})])
+    settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
+
+    async def go() -> Any:
+        transport = httpx.MockTransport(lambda _r: next(answers))
+        async with AsyncLoadTestClient(settings, transport=transport) as client:
+            return await client.call(endpoints.get_bench_result("br-1"))
+
+    assert asyncio.run(go()).state == "RUNNING"
+
+
+def test_the_watch_deadline_reaches_every_read() -> None:
+    steps = watch_run("br-1", WatchOptions(deadline=2000.0), started_at=1000.0, now=Clock())
+    first = next(steps)
+    assert first.deadline == 2000.0
+
+
+def test_a_wait_ending_on_api_failures_past_the_deadline_still_stops_the_run() -> None:
+    clock = Clock()
+    steps = watch_run("br-1", WatchOptions(deadline=1010.0), started_at=1000.0, now=clock)
+    next(steps)  # the status read
+    clock.t = 1011.0  # its tries failed until past the deadline
+    failure = endpoints.get_bench_result("br-1").error(503, "unavailable")
+    action = steps.throw(failure)
+    while isinstance(action, Log):
+        action = next(steps)
+    assert action.operation == endpoints.stop_run("br-1").operation
+    assert action.deadline is not None  # the stop is bounded too
+    with pytest.raises(StopIteration) as done:
+        steps.send(None)
+    outcome = done.value.value
+    assert (outcome.reason, outcome.stopped, outcome.succeeded) == ("timeout", True, False)
+
+
+def test_api_failures_before_the_deadline_still_raise() -> None:
+    clock = Clock()
+    steps = watch_run("br-1", WatchOptions(deadline=1010.0), started_at=1000.0, now=clock)
+    next(steps)
+    failure = endpoints.get_bench_result("br-1").error(503, "unavailable")
+    with pytest.raises(LoadTestApiError):
+        steps.throw(failure)
