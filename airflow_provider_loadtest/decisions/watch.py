@@ -21,6 +21,8 @@ from airflow_provider_loadtest.decisions.runs import (
     check_gate_severity,
     describe_alarms,
     is_terminal,
+    normal_state,
+    unknown_severity_alarms,
 )
 
 if TYPE_CHECKING:
@@ -170,13 +172,13 @@ def watch_run(
             # The status could not be read and the timeout passed meanwhile: stop the run anyway.
             yield Log(f"Could not read the state of run {bench_result_id}: {exc}", logging.WARNING)
             return (yield from _time_out(bench_result_id, state, now(), started_at))
-        state = str(result.state or "UNKNOWN")
+        state = normal_state(result.state)
         if is_terminal(state):
             break
         current = now()
         if gate and options.stop_on_alarm and state == "RUNNING":
             alarms = yield from _read_alarms(bench_result_id, tolerate=True, deadline=deadline)
-            broken = breaking_alarms(alarms or [], gate)
+            broken = yield from _gate(alarms or [], gate)
             if broken:
                 stopped = yield from _stop(
                     bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0)
@@ -227,7 +229,7 @@ def watch_run(
             f"{gate} quality gate could not be checked",
             **base,
         )
-    broken = breaking_alarms(alarms, gate)
+    broken = yield from _gate(alarms, gate)
     if broken:
         return RunOutcome(
             reason="alarm",
@@ -238,6 +240,19 @@ def watch_run(
             **base,
         )
     return RunOutcome(reason="finished", succeeded=True, message=f"Run {bench_result_id} FINISHED", **base)
+
+
+def _gate(alarms: list[dict[str, Any]], gate: str | None) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The alarms breaking ``gate``, with a warning for those whose severity is unknown (they break it)."""
+    if gate is not None:
+        unknown = unknown_severity_alarms(alarms)
+        if unknown:
+            yield Log(
+                f"{len(unknown)} alarm(s) have a severity this package does not know, counted as breaking "
+                f"the {gate} gate: {describe_alarms(unknown)}",
+                logging.WARNING,
+            )
+    return breaking_alarms(alarms, gate)
 
 
 def _time_out(

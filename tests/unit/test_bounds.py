@@ -20,12 +20,14 @@ from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api import retry as retry_module
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
+from airflow_provider_loadtest.decisions.runs import breaking_alarms, is_terminal
 from airflow_provider_loadtest.decisions.watch import Log, WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+from airflow_provider_loadtest.models import BenchResult, ThresholdAlarm
 from tests.conftest import API_KEY, BASE_URL, connection_json
 
 log = logging.getLogger(__name__)
@@ -224,3 +226,41 @@ def test_api_failures_before_the_deadline_still_raise() -> None:
     failure = endpoints.get_bench_result("br-1").error(503, "unavailable")
     with pytest.raises(LoadTestApiError):
         steps.throw(failure)
+
+
+# --- the gate fails closed (issue 10, point 7) -----------------------------------------------------
+
+
+def test_severities_compare_in_any_case_and_unknown_ones_break_an_active_gate() -> None:
+    assert breaking_alarms([{"id": "a", "severity": "critical"}], "CRITICAL") == [
+        {"id": "a", "severity": "critical"}
+    ]
+    unknown = [{"id": "b", "severity": "ERROR"}]
+    assert breaking_alarms(unknown, "WARNING") == unknown
+    assert breaking_alarms([{"id": "c"}], "CRITICAL") == [{"id": "c"}]
+    assert breaking_alarms([{"id": "d", "severity": "passed"}], "WARNING") == []
+    assert breaking_alarms([{"id": "e", "severity": "ERROR"}], None) == []
+
+
+def test_a_lower_case_error_state_ends_the_wait() -> None:
+    assert is_terminal("error")
+    steps = watch_run("br-1", WatchOptions(), started_at=1000.0, now=Clock())
+    next(steps)
+    action = steps.send(BenchResult(id="br-1", state="error"))  # type: ignore[arg-type]
+    assert action.operation == endpoints.get_threshold_alarms("br-1").operation
+
+
+def test_an_unknown_severity_is_logged_and_fails_the_gate() -> None:
+    steps = watch_run("br-1", WatchOptions(fail_on_alarm_severity="WARNING"), started_at=1000.0, now=Clock())
+    next(steps)
+    steps.send(BenchResult(id="br-1", state="FINISHED"))  # the alarms read
+    steps.send([ThresholdAlarm(id="a", severity="ERROR")])  # the metrics read
+    logs: list[str] = []
+    action = steps.send(None)
+    with pytest.raises(StopIteration) as done:
+        while True:
+            if isinstance(action, Log):
+                logs.append(action.message)
+            action = steps.send(None)
+    assert any("does not know" in line for line in logs)
+    assert (done.value.value.reason, done.value.value.succeeded) == ("alarm", False)
