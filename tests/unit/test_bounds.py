@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 import requests_mock as rm
+from airflow.models import Connection
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api import retry as retry_module
@@ -26,7 +27,7 @@ from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
 from airflow_provider_loadtest.models import BenchResult, ThresholdAlarm
 from tests.conftest import API_KEY, BASE_URL, connection_json
 
@@ -264,3 +265,51 @@ def test_an_unknown_severity_is_logged_and_fails_the_gate() -> None:
             action = steps.send(None)
     assert any("does not know" in line for line in logs)
     assert (done.value.value.reason, done.value.value.succeeded) == ("alarm", False)
+
+
+# --- no redirects (issue 10, point 10) --------------------------------------------------------------
+
+
+def test_the_sync_hook_does_not_follow_a_redirect(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
+    requests_mock.post(RUN_URL, status_code=307, headers={"Location": "https://elsewhere.example.test/run"})
+    requests_mock.post("https://elsewhere.example.test/run", json={"id": "rep-2", "benchResultIds": ["x"]})
+    with pytest.raises(LoadTestApiError, match=r"redirect to host 'elsewhere\.example\.test'") as caught:
+        LoadTestHook().run_scenario("sc-1")
+    assert not caught.value.outcome_unknown
+    assert [r.url for r in requests_mock.request_history] == [RUN_URL]
+
+
+def test_the_async_client_names_the_redirect_host() -> None:
+    settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
+
+    async def go() -> Any:
+        transport = httpx.MockTransport(
+            lambda _r: httpx.Response(302, headers={"Location": "https://other.example.test/x"})
+        )
+        async with AsyncLoadTestClient(settings, transport=transport) as client:
+            return await client.call(endpoints.get_bench_result("br-1"))
+
+    with pytest.raises(LoadTestApiError, match=r"redirect to host 'other\.example\.test'"):
+        asyncio.run(go())
+
+
+# --- a key that cannot go into a header (issue 10, point 9) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("s3cret-key\n", "line break"),
+        ("s3cret\r\nX-Evil: 1", "line break"),
+        ("s3cret\x00key", "control character"),
+        ("s3cret-кey", "Latin-1"),
+        (" s3cret-key", "spaces"),
+    ],
+)
+def test_a_key_that_cannot_go_into_a_header_is_refused_when_the_connection_is_read(
+    key: str, problem: str
+) -> None:
+    conn = Connection(conn_id="x", conn_type="loadtest", host=BASE_URL, password=key)
+    with pytest.raises(ValueError, match=problem) as caught:
+        settings_from_connection(conn)
+    assert "s3cret" not in str(caught.value)
