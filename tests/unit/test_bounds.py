@@ -21,6 +21,7 @@ from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api import retry as retry_module
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
+from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.decisions.runs import breaking_alarms, is_terminal
 from airflow_provider_loadtest.decisions.watch import Log, WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
@@ -313,3 +314,22 @@ def test_a_key_that_cannot_go_into_a_header_is_refused_when_the_connection_is_re
     with pytest.raises(ValueError, match=problem) as caught:
         settings_from_connection(conn)
     assert "s3cret" not in str(caught.value)
+
+
+# --- ids (issue 10, points 9 and 10) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["br\x85one", "br\x9b1", "br\u200b1", "br\u202e1", "\ufeffbr1"])
+def test_c1_controls_and_format_characters_are_refused_in_ids(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a valid id"):
+        validate_path_id("run", bad)
+    with pytest.raises(ValueError, match="not a valid file name"):
+        validate_file_name("filename", bad)
+
+
+def test_a_giant_id_is_refused_early_with_a_short_message() -> None:
+    with pytest.raises(ValueError, match="longer than 256 characters") as caught:
+        validate_path_id("run", "a" * 200_000)
+    assert len(str(caught.value)) < 200
+    with pytest.raises(ValueError, match="longer than 256"):
+        endpoints.get_bench_result("a" * 200_000)
