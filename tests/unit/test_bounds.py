@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -19,9 +20,10 @@ from airflow.models import Connection
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api import retry as retry_module
-from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
+from airflow_provider_loadtest.decisions.report_pdf import export_report_pdf
 from airflow_provider_loadtest.decisions.runs import breaking_alarms, is_terminal
 from airflow_provider_loadtest.decisions.watch import Log, WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
@@ -333,3 +335,30 @@ def test_a_giant_id_is_refused_early_with_a_short_message() -> None:
     assert len(str(caught.value)) < 200
     with pytest.raises(ValueError, match="longer than 256"):
         endpoints.get_bench_result("a" * 200_000)
+
+
+# --- redaction before truncation (issue 10, point 8) -----------------------------------------------
+
+SECRET = "ab+cd/ef gh%ij&kl=mn?op"
+
+
+@pytest.mark.parametrize("echo", [SECRET, quote(SECRET, safe=""), quote(SECRET), quote_plus(SECRET)])
+def test_the_key_is_redacted_before_truncation_also_percent_encoded(echo: str) -> None:
+    text = "x" * 40 + f"Authorization: Bearer {echo} and more"
+    for limit in (50, 60, 70, 500):
+        trimmed = trim_service_text(text, SECRET, limit=limit)
+        assert echo[:6] not in trimmed
+    assert "***" in trim_service_text(text, SECRET)
+    assert "***" in trim_service_text(text.replace(echo, echo.lower()), SECRET)
+
+
+def test_the_pdf_check_does_not_leak_part_of_the_key() -> None:
+    steps = export_report_pdf("rep-1", "br-1", secret=API_KEY)
+    next(steps)  # the print task
+    steps.send("task-1")  # the log line
+    poll = steps.send(None)
+    steps.send(poll.parse({"status": "SUCCESS", "filename": "rep-1.pdf"}))  # the download
+    echo = ("<html>" + "y" * 40 + f"Bearer {API_KEY}</html>").encode()
+    with pytest.raises(LoadTestApiError) as caught:
+        steps.send(echo)
+    assert API_KEY[:6] not in str(caught.value)
