@@ -115,10 +115,10 @@ class AnswerBody:
     connection is then closed) instead of being read whole.
     """
 
-    def __init__(self, request: ApiRequest[Any], status: int, limit: int = MAX_ANSWER_BYTES) -> None:
+    def __init__(self, request: ApiRequest[Any], status: int, limit: int | None = None) -> None:
         self.request = request
         self.status = status
-        self.limit = None if request.answer == "bytes" else limit
+        self.limit = None if request.answer == "bytes" else (limit or MAX_ANSWER_BYTES)
         self.size = 0
         self._chunks: list[bytes] = []
 

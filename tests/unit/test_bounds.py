@@ -362,3 +362,46 @@ def test_the_pdf_check_does_not_leak_part_of_the_key() -> None:
     with pytest.raises(LoadTestApiError) as caught:
         steps.send(echo)
     assert API_KEY[:6] not in str(caught.value)
+
+
+# --- pathological answers (issue 10, point 9) -------------------------------------------------------
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+def _async_answer(body: bytes) -> Any:
+    settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
+
+    async def go() -> Any:
+        transport = httpx.MockTransport(lambda _r: httpx.Response(200, content=body))
+        async with AsyncLoadTestClient(settings, transport=transport) as client:
+            return await client.call(endpoints.get_bench_result("br-1"))
+
+    return asyncio.run(go())
+
+
+def test_deeply_nested_json_is_the_packages_error(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
+    requests_mock.get(BENCH_URL, content=DEEP)
+    with pytest.raises(LoadTestApiError, match=r"Read the state.*nested too deeply"):
+        LoadTestHook().get_bench_result("br-1")
+    with pytest.raises(LoadTestApiError, match=r"Read the state.*nested too deeply"):
+        _async_answer(DEEP)
+
+
+def test_an_answer_over_the_size_bound_is_the_packages_error(
+    loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(endpoints, "MAX_ANSWER_BYTES", 1024)
+    big = b'{"id": "br-1", "x": "' + b"y" * 200_000 + b'"}'
+    requests_mock.get(BENCH_URL, content=big)
+    with pytest.raises(LoadTestApiError, match=r"Read the state.*larger than 1024 bytes"):
+        LoadTestHook().get_bench_result("br-1")
+    with pytest.raises(LoadTestApiError, match=r"Read the state.*larger than 1024 bytes"):
+        _async_answer(big)
+
+
+def test_the_size_bound_is_32_mib_and_spares_downloads() -> None:
+    assert endpoints.MAX_ANSWER_BYTES == 32 * 2**20
+    body = endpoints.AnswerBody(endpoints.download_run_file("br-1", "a.log"), 200, limit=4)
+    body.add(b"more than four bytes")
+    assert body.content == b"more than four bytes"
