@@ -133,7 +133,7 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         report_id, bench_result_id = run_ids(
             self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
         )
-        assert report_id is not None
+        assert report_id is not None  # noqa: S101 - type narrowing: run_ids(need_report=True) raises
         destination = storage_path(self.destination)  # a bad destination fails before the PDF is made
         pdf = self.hook.export_report_pdf(  # checks export_config before any call
             report_id,
