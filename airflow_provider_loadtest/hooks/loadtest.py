@@ -29,12 +29,14 @@ from airflow_provider_loadtest.hooks.settings import ConnectionSettings, setting
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
+        AnyReportTemplate,
         BenchReport,
         BenchResult,
+        DesignProject,
         ExportReportConfig,
         GlobalMetrics,
         Progress,
-        ReportTemplate,
+        Scenario,
         ThresholdAlarm,
     )
 
@@ -207,27 +209,69 @@ class LoadTestHook(BaseHook):
         template_id: str | None = None,
         name: str | None = None,
         properties: Mapping[str, str] | None = None,
+        subscription_id: str | None = None,
     ) -> BenchReport:
         """Start a load test of ``scenario_id`` and return its report (``bench_result_id`` is the run).
 
-        Never retried once the request may have reached the service: a second load test costs real
-        money. Only a connection that could not be opened at all (refused, DNS) is tried again.
+        ``subscription_id`` picks the subscription that pays, for accounts with several. Never retried
+        once the request may have reached the service: a second load test costs real money. Only a
+        connection that could not be opened at all (refused, DNS) is tried again.
         """
         return self.call(
-            endpoints.run_scenario(scenario_id, template_id=template_id, name=name, properties=properties)
+            endpoints.run_scenario(
+                scenario_id,
+                template_id=template_id,
+                name=name,
+                properties=properties,
+                subscription_id=subscription_id,
+            )
         )
 
-    def list_templates(self, workspace_id: str) -> list[ReportTemplate]:
-        """All report templates of a workspace."""
+    def list_templates(self, workspace_id: str) -> list[AnyReportTemplate]:
+        """All report templates of a workspace (one that does not match the models comes back opaque:
+        id and name only, logged)."""
         return self.call(endpoints.list_templates(workspace_id))
 
     def find_template(
         self, workspace_id: str, name: str | None = None, template_id: str | None = None
-    ) -> ReportTemplate | None:
+    ) -> AnyReportTemplate | None:
         """The workspace's template with this id, or named this (exact, then case-insensitive)."""
         return choose_template(
             self.list_templates(workspace_id), workspace_id=workspace_id, name=name, template_id=template_id
         )
+
+    def get_scenario(self, scenario_id: str) -> Scenario:
+        """A scenario (its ``project_id`` is the design project it belongs to)."""
+        return self.call(endpoints.get_scenario(scenario_id))
+
+    def get_design_project(self, project_id: str) -> DesignProject:
+        """A design project (its ``workspace_id`` is the workspace it belongs to)."""
+        return self.call(endpoints.get_design_project(project_id))
+
+    def find_workspace_id(self, scenario_id: str) -> str | None:
+        """The workspace of a scenario, as the Jenkins plugin finds it for the report link: the
+        scenario's ``projectId``, then that design project's ``workspaceId``.
+
+        Only a link depends on it, so a failed lookup never fails the caller: it answers ``None`` and
+        says why in the log.
+        """
+        try:
+            project_id = self.get_scenario(scenario_id).project_id
+            if not project_id:
+                raise ValueError(f"scenario {scenario_id!r} names no projectId")
+            workspace_id = self.get_design_project(project_id).workspace_id
+            if not workspace_id:
+                raise ValueError(f"design project {project_id!r} names no workspaceId")
+        except (LoadTestApiError, ValueError) as exc:
+            self.log.warning(
+                "No report link: could not find the workspace of scenario %r: %s", scenario_id, exc
+            )
+            return None
+        return workspace_id
+
+    def get_bench_report(self, report_id: str) -> BenchReport:
+        """A report (its ``bench_result_id`` is the run it belongs to)."""
+        return self.call(endpoints.get_bench_report(report_id))
 
     def get_bench_result(self, bench_result_id: str) -> BenchResult:
         """The run's current state."""
@@ -281,9 +325,13 @@ class LoadTestHook(BaseHook):
         )
         return self.drive(steps, self.log)
 
-    def stop_run(self, bench_result_id: str) -> None:
-        """Abort the run (a no-op for a run that already ended)."""
-        self.call(endpoints.stop_run(bench_result_id))
+    def stop_run(self, bench_result_id: str) -> BenchResult | None:
+        """Abort the run (a no-op for a run that already ended); logs and returns the state the
+        service answers (``None`` when its answer is not a BenchResult)."""
+        result = self.call(endpoints.stop_run(bench_result_id))
+        if result is not None:
+            self.log.info("Asked to stop run %s: the service reports it %s", bench_result_id, result.state)
+        return result
 
     def report_url(self, workspace_id: str, project_id: str, report_id: str) -> str:
         """The report's page in the web UI."""

@@ -61,10 +61,20 @@ def hook(loadtest_conn: str) -> LoadTestHook:
     return LoadTestHook(loadtest_conn_id=loadtest_conn)
 
 
-def _print_service(requests_mock: rm.Mocker, polls: list[dict[str, Any]], pdf: bytes = PDF) -> None:
+def _print_service(
+    requests_mock: rm.Mocker, polls: list[dict[str, Any]], pdf: bytes = PDF, files: list[Any] | None = None
+) -> None:
+    """The print task's calls; ``files`` are the run's file listings, in order (one listing before the
+    task starts, one after it ends when the task named no file)."""
+    requests_mock.get(LIST_URL, [{"json": listing} for listing in files or [[]]])
     requests_mock.post(TASKS_URL, text="task-1", headers={"Content-Type": "text/plain"})
     requests_mock.get(RESULT_URL, polls)
     requests_mock.get(FILE_URL, content=pdf, headers={"Content-Type": "application/pdf"})
+
+
+def _task_request(requests_mock: rm.Mocker) -> Any:
+    """The ``POST /tasks`` request (the run's files are listed before it)."""
+    return next(r for r in requests_mock.request_history if r.method == "POST" and r.url == TASKS_URL)
 
 
 def _calls(requests_mock: rm.Mocker, url: str) -> int:
@@ -82,8 +92,7 @@ def test_legacy_shape_empty_body_while_pending(
         "rep-1", "br-1", config={"pageFormat": "A4", "orientation": "LANDSCAPE"}, poll_interval=3
     )
     assert pdf == PDF
-    task = requests_mock.request_history[0]
-    assert task.method == "POST"
+    task = _task_request(requests_mock)
     assert task.json() == {
         "@type": "PrintReportTask",
         "benchReportId": "rep-1",
@@ -107,7 +116,7 @@ def test_status_envelope_shape(hook: LoadTestHook, requests_mock: rm.Mocker, clo
     )
     assert hook.export_report_pdf("rep-1", "br-1") == PDF
     assert clock == [report_pdf.DEFAULT_PDF_POLL_INTERVAL_S]
-    assert requests_mock.request_history[0].json() == {"@type": "PrintReportTask", "benchReportId": "rep-1"}
+    assert _task_request(requests_mock).json() == {"@type": "PrintReportTask", "benchReportId": "rep-1"}
 
 
 def test_envelope_with_the_file_name_on_top(
@@ -161,19 +170,21 @@ def test_an_answer_that_is_not_a_pdf_is_refused(
         hook.export_report_pdf("rep-1", "br-1")
 
 
-def test_success_without_a_file_name_is_an_error(
+def test_success_without_a_file_name_and_no_pdf_in_the_run_is_an_error(
     hook: LoadTestHook, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
-    _print_service(requests_mock, [{"json": {"status": "SUCCESS"}}])
-    with pytest.raises(LoadTestApiError, match="named no file"):
+    _print_service(requests_mock, [{"json": {"status": "SUCCESS"}}], files=[["jmeter.log"], ["jmeter.log"]])
+    with pytest.raises(LoadTestApiError, match="lists no PDF file"):
         hook.export_report_pdf("rep-1", "br-1")
+    assert _calls(requests_mock, FILE_URL) == 0
 
 
 def test_task_id_that_is_not_an_id_is_refused(hook: LoadTestHook, requests_mock: rm.Mocker) -> None:
+    requests_mock.get(LIST_URL, json=[])
     requests_mock.post(TASKS_URL, text="<html>../admin</html>")
     with pytest.raises(LoadTestApiError, match="not a task id"):
         hook.export_report_pdf("rep-1", "br-1")
-    assert len(requests_mock.request_history) == 1
+    assert [r.method for r in requests_mock.request_history] == ["GET", "POST"]
 
 
 def test_json_string_task_id_is_read(
@@ -318,6 +329,7 @@ def test_explicit_ids_win_over_the_run(
 ) -> None:
     requests_mock.post(TASKS_URL, text="task-1")
     requests_mock.get(RESULT_URL, [DONE_LEGACY])
+    requests_mock.get(f"{BASE_URL}/analysis/logs/list/br-9", json=[])
     requests_mock.get(f"{BASE_URL}/analysis/logs/br-9", content=PDF)
     DownloadReportOperator(
         task_id="pdf", run=RUN, bench_result_id="br-9", destination=str(tmp_path / "r.pdf")
