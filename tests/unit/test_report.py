@@ -340,9 +340,7 @@ def test_explicit_ids_win_over_the_run(
 def test_missing_ids_fail_before_any_call(
     loadtest_conn: str, requests_mock: rm.Mocker, tmp_path: Path
 ) -> None:
-    op = DownloadReportOperator(
-        task_id="pdf", run={"report_id": "rep-1"}, destination=str(tmp_path / "r.pdf")
-    )
+    op = DownloadRunFilesOperator(task_id="files", run={"report_id": "rep-1"}, destination=str(tmp_path))
     with pytest.raises(ValueError, match="missing bench_result_id: pass run="):
         op.execute(_context())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="missing report_id and bench_result_id"):

@@ -191,7 +191,9 @@ def test_progress_logged_at_a_readable_pace() -> None:
     assert any("40.0% done" in line and "Hits 120" in line and "Avg 80 ms" in line for line in progress_lines)
 
 
-@pytest.mark.parametrize(("value", "shown"), [(12.345, "12.3% done"), (0.5, "0.5% done"), (100, "100.0% done")])
+@pytest.mark.parametrize(
+    ("value", "shown"), [(12.345, "12.3% done"), (0.5, "0.5% done"), (100, "100.0% done")]
+)
 def test_progress_is_a_percentage_logged_with_one_decimal(value: float, shown: str) -> None:
     """Issue 9, point 8: the service answers 0 to 100 with decimals; 0.5 is half a percent, not 50 %."""
     service = FakeService(["RUNNING", "FINISHED"])
