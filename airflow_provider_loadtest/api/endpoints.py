@@ -228,24 +228,26 @@ def _optional_bench_result(body: bytes) -> BenchResult | None:
         return None
 
 
+def _read_one(
+    what: str, collection: str, parameter: str, value: str, parse: Callable[[Any], T]
+) -> ApiRequest[T]:
+    """``GET {collection}/{id}``: one document of the service, read by its id."""
+    return ApiRequest(
+        operation=f"Read {what} {value!r}",
+        method="GET",
+        path=f"{collection}/{_segment(parameter, value)}",
+        parse=parse,
+    )
+
+
 def get_scenario(scenario_id: str) -> ApiRequest[Scenario]:
     """``GET /runtime/scenarios/{id}``: the scenario, whose ``projectId`` leads to its workspace."""
-    return ApiRequest(
-        operation="Read scenario " + repr(scenario_id),
-        method="GET",
-        path=f"/runtime/scenarios/{_segment('scenario_id', scenario_id)}",
-        parse=Scenario.from_api,
-    )
+    return _read_one("scenario", "/runtime/scenarios", "scenario_id", scenario_id, Scenario.from_api)
 
 
 def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
     """``GET /design/projects/{id}``: a design project, which names its ``workspaceId``."""
-    return ApiRequest(
-        operation="Read design project " + repr(project_id),
-        method="GET",
-        path=f"/design/projects/{_segment('project_id', project_id)}",
-        parse=DesignProject.from_api,
-    )
+    return _read_one("design project", "/design/projects", "project_id", project_id, DesignProject.from_api)
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -264,12 +266,7 @@ def list_templates(workspace_id: str) -> ApiRequest[list[AnyReportTemplate]]:
 
 def get_bench_report(report_id: str) -> ApiRequest[BenchReport]:
     """``GET /analysis/bench-reports/{id}``: a report, whose first ``benchResultIds`` entry is its run."""
-    return ApiRequest(
-        operation="Read report " + repr(report_id),
-        method="GET",
-        path=f"/analysis/bench-reports/{_segment('report_id', report_id)}",
-        parse=BenchReport.from_api,
-    )
+    return _read_one("report", "/analysis/bench-reports", "report_id", report_id, BenchReport.from_api)
 
 
 def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:

@@ -22,19 +22,14 @@ from airflow_provider_loadtest.operators.report import DownloadReportOperator, D
 from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
 from tests.conftest import BASE_URL
 from tests.unit.test_hook import BENCH_REPORT, RUN_URL, TEMPLATES_URL
+from tests.unit.test_report import FILE_URL, JUNIT_URL, LIST_URL, PDF, RESULT_URL, TASKS_URL
 from tests.unit.test_run_lifecycle import _context
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALARMS_URL = f"{BASE_URL}/analysis/threshold-alarms"
-JUNIT_URL = f"{BASE_URL}/analysis/junit-reports/br-1"
-LIST_URL = f"{BASE_URL}/analysis/logs/list/br-1"
-FILE_URL = f"{BASE_URL}/analysis/logs/br-1"
-TASKS_URL = f"{BASE_URL}/tasks"
-RESULT_URL = f"{BASE_URL}/tasks/task-1/result"
 SCENARIO_URL = f"{BASE_URL}/runtime/scenarios/sc-1"
 PROJECT_URL = f"{BASE_URL}/design/projects/proj-1"
 STOP_URL = f"{BASE_URL}/runtime/bench-results/stop/br-1"
-PDF = b"%PDF-1.4\n%%EOF\n"
 
 
 @pytest.fixture
