@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: venv lint test unit demo bench clean
+.PHONY: venv lint test unit demo bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -38,6 +38,11 @@ demo: venv
 
 bench: venv
 	$(BIN)/python benchmarks/import_time.py
+
+# The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
+# with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
+chaos: venv
+	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
 
 clean:
 	rm -rf $(TOOLS) $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -49,6 +49,8 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="loadtest-chaos-ai
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 
+from airflow_provider_loadtest.simulator.faults import PROCESSING_KINDS, FaultSpec  # noqa: E402
+
 CONN_ID = "loadtest_chaos"
 READ_TIMEOUT_S = 2.0
 #: A try may take its ``timeout`` plus this much (the start call and the final stop call, each bounded).
@@ -368,6 +370,11 @@ class Report:
             "longest try over its timeout (s)": round(max(over, default=0.0), 1),
             "wrong final state": sum(1 for b in self.breaches if b.startswith("state")),
             "runs past deadline not stopped": sum(1 for b in self.breaches if b.startswith("unstopped")),
+            "runs the client never heard of (start answer lost)": sum(
+                1
+                for r in self.results
+                if r.plan.start_fault in PROCESSING_KINDS and self.runs[r.plan.scenario_id]
+            ),
             "final states": dict(Counter(r.state for r in self.results)),
             "wall time (s)": round(self.wall_s, 1),
         }
@@ -398,7 +405,8 @@ def check(result: TiResult, runs: list[Any], now: float) -> list[str]:
     if result.state not in expected:
         last = result.tries[-1].error if result.tries else ""
         found.append(f"state {tag}: ended {result.state}, expected {sorted(expected)} ({last[:160]})")
-    for run in runs:
+    for run in runs[1:] if plan.start_fault in PROCESSING_KINDS else runs:
+        # (a run whose start answer never reached the client cannot be stopped by it: counted apart)
         deadline = run.started_at + plan.timeout_s
         natural_end = run.started_at + run.duration
         if natural_end <= deadline + 1.0 or now < deadline + STOP_MARGIN_S:
@@ -425,7 +433,6 @@ def _expected_states(plan: TiPlan) -> set[str]:
 def run_chaos(count: int, seed: int = 7, workers: int = 24, log: Any = print) -> Report:
     """Run ``count`` task instances against a fresh simulator and check every rule."""
     from airflow_provider_loadtest.simulator import run_simulator
-    from airflow_provider_loadtest.simulator.faults import FaultSpec
 
     logging.getLogger("airflow").setLevel(logging.ERROR)
     logging.getLogger("airflow_provider_loadtest").setLevel(logging.ERROR)
