@@ -49,7 +49,7 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="loadtest-chaos-ai
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 
-from airflow_provider_loadtest.simulator.faults import PROCESSING_KINDS, FaultSpec  # noqa: E402
+from airflow_provider_loadtest.simulator.faults import PROCESSING_KINDS, FaultSpec
 
 CONN_ID = "loadtest_chaos"
 READ_TIMEOUT_S = 2.0
