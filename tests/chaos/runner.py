@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import json
 import logging
 import os
@@ -169,16 +168,20 @@ def make_plan(count: int, seed: int) -> list[TiPlan]:
     return plans
 
 
-def make_seed(plans: list[TiPlan]) -> dict[str, Any]:
-    """The default seed plus one scenario per TI, and no seeded faults (each TI has its own)."""
+def default_seed() -> dict[str, Any]:
+    """The simulator's default seed as JSON, without its faults (tests add their own)."""
     from importlib import resources
 
-    base = json.loads(
-        resources.files("airflow_provider_loadtest.simulator").joinpath("default_seed.json").read_text()
-    )
-    seed = copy.deepcopy(base)
-    project = seed["projects"][0]["id"]
+    text = resources.files("airflow_provider_loadtest.simulator").joinpath("default_seed.json").read_text()
+    seed: dict[str, Any] = json.loads(text)
     seed["faults"] = []
+    return seed
+
+
+def make_seed(plans: list[TiPlan]) -> dict[str, Any]:
+    """The default seed plus one scenario per TI, and no seeded faults (each TI has its own)."""
+    seed = default_seed()
+    project = seed["projects"][0]["id"]
     seed["scenarios"] = [
         {
             "id": p.scenario_id,

@@ -26,11 +26,12 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]
 import pytest
 
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
 from airflow_provider_loadtest.simulator.faults import FaultSpec
+from tests.chaos.runner import default_seed
 
 pytestmark = pytest.mark.integration
 
@@ -73,12 +74,7 @@ def _free_port() -> int:
 
 
 def _seed() -> dict[str, Any]:
-    from importlib import resources
-
-    seed = json.loads(
-        resources.files("airflow_provider_loadtest.simulator").joinpath("default_seed.json").read_text()
-    )
-    seed["faults"] = []
+    seed = default_seed()
     seed["scenarios"] += [
         {"id": "crash-start", "projectId": "demo-project", "name": "Crash start", "durationSeconds": 15},
         {"id": "crash-poll", "projectId": "demo-project", "name": "Crash poll", "durationSeconds": 40},
