@@ -207,12 +207,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             airflow.start("scheduler")
             airflow.start("dag-processor")
             airflow.start("triggerer")
-            _wait_for(
-                "the DAGs to be parsed",
-                lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 3,
-                STARTUP_TIMEOUT_S,
-                every=2,
-            )
+            try:
+                _wait_for(
+                    "the DAGs to be parsed",
+                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 3,
+                    STARTUP_TIMEOUT_S,
+                    every=2,
+                )
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{airflow.log_tail()}") from None
             yield airflow
         finally:
             airflow.stop_all()
@@ -223,12 +226,15 @@ def _runs(sim: SimulatorHandle, scenario: str) -> list[str]:
 
 
 def _finish(cluster: Cluster, dag_id: str) -> str:
-    state = _wait_for(
-        f"{dag_id} to end",
-        lambda: (s := cluster.dag_run_state(dag_id)) in ("success", "failed") and s,
-        CASE_TIMEOUT_S,
-        every=2,
-    )
+    try:
+        state = _wait_for(
+            f"{dag_id} to end",
+            lambda: (s := cluster.dag_run_state(dag_id)) in ("success", "failed") and s,
+            CASE_TIMEOUT_S,
+            every=2,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; task {cluster.task(dag_id)}\n{cluster.log_tail()}") from None
     return str(state)
 
 
