@@ -36,8 +36,10 @@ unit: venv
 demo: venv
 	$(BIN)/python -m devtools.demo
 
+# The benchmarks (docs/performance.md holds one run's tables): each figure against a baseline measured in
+# the same run. BENCH_ARGS=--smoke runs each one small (what CI runs, so they cannot rot).
 bench: venv
-	$(BIN)/python benchmarks/import_time.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 # The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
 # with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
