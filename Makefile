@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: venv lint test unit demo bench clean
+.PHONY: venv lint test unit demo bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -36,8 +36,15 @@ unit: venv
 demo: venv
 	$(BIN)/python -m devtools.demo
 
+# The benchmarks (docs/performance.md holds one run's tables): each figure against a baseline measured in
+# the same run. BENCH_ARGS=--smoke runs each one small (what CI runs, so they cannot rot).
 bench: venv
-	$(BIN)/python benchmarks/import_time.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
+# with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
+chaos: venv
+	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
 
 clean:
 	rm -rf $(TOOLS) $(VENV) .pytest_cache .mypy_cache .ruff_cache
