@@ -116,13 +116,18 @@ class LoadTestHook(BaseHook):
 
         fields: dict[str, Any] = {}
         for name, spec in _connection_type()["conn-fields"].items():
-            kind = BooleanField if "boolean" in spec["schema"]["type"] else StringField
-            fields[name] = kind(
-                spec["label"],
-                validators=[Optional()],
-                description=spec["description"],
-                default=spec["schema"].get("default"),
-            )
+            default = spec["schema"].get("default")
+            if "boolean" in spec["schema"]["type"]:
+                fields[name] = BooleanField(
+                    spec["label"], validators=[Optional()], description=spec["description"], default=default
+                )
+            else:  # 3.1 draws only text, password, integer and boolean fields: numbers go as text
+                fields[name] = StringField(
+                    spec["label"],
+                    validators=[Optional()],
+                    description=spec["description"],
+                    default=None if default is None else str(default),
+                )
         return fields
 
     @classmethod
