@@ -187,6 +187,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         from airflow_provider_loadtest.decisions.watch import RunOutcome
 
         run = StartedRun.from_xcom(event["run"])
+        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
         if event.get("status") != "done":
             from airflow.sdk.exceptions import AirflowException
 

@@ -13,7 +13,7 @@ import requests_mock as rm
 
 from airflow_provider_loadtest.compat import AIRFLOW_V_3_3_PLUS, AirflowException, TaskDeferred
 from airflow_provider_loadtest.hooks import loadtest as hook_module
-from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY
+from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
 from tests.conftest import BASE_URL
@@ -373,3 +373,15 @@ def test_argument_checks() -> None:
         _op(check_interval=0)
     with pytest.raises(ValueError, match="timeout"):
         _op(timeout=-5)
+
+
+def test_resumed_task_keeps_its_report_link(loadtest_conn: str) -> None:
+    """After deferral a new process computes the link at task end: it comes from the trigger's run record."""
+    op = _op(deferrable=True)
+    link = LoadTestReportLink()
+    assert link.get_link(op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+    context = {**_context(), "task": op}
+    failed = _outcome(state="ERROR", reason="ended", succeeded=False, message="Run br-1 failed")
+    with pytest.raises(AirflowException):
+        op.execute_complete(context, {"status": "done", "run": _saved_record(), "outcome": failed})  # type: ignore[arg-type]
+    assert link.get_link(op, ti_key=mock.sentinel.key) == _saved_record()["report_url"]  # type: ignore[arg-type]
