@@ -138,3 +138,19 @@ def test_a_test_run_leaves_nothing_in_the_temp_dir(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout[-2000:]
     assert sorted(os.listdir(tmpdir)) == []
+
+
+def test_every_module_in_the_wheel_imports() -> None:
+    """The wheel is this package alone: each of its modules imports with only the declared dependencies."""
+    import pkgutil
+
+    import airflow_provider_loadtest
+
+    names = [
+        m.name
+        for m in pkgutil.walk_packages(airflow_provider_loadtest.__path__, "airflow_provider_loadtest.")
+        if not m.name.endswith("__main__")
+    ]
+    assert "airflow_provider_loadtest.simulator.pytest_plugin" in names
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    subprocess.run([sys.executable, "-c", code, *names], check=True, capture_output=True, text=True)
