@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor lint test unit unit-floor demo bench clean
+.PHONY: venv venv-floor lint test unit unit-floor demo bench chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -61,8 +61,15 @@ unit-floor: venv-floor
 demo: venv
 	$(BIN)/python -m devtools.demo
 
+# The benchmarks (docs/performance.md holds one run's tables): each figure against a baseline measured in
+# the same run. BENCH_ARGS=--smoke runs each one small (what CI runs, so they cannot rot).
 bench: venv
-	$(BIN)/python benchmarks/import_time.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
+# with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
+chaos: venv
+	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
 
 clean:
 	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache
