@@ -154,3 +154,18 @@ def test_every_module_in_the_wheel_imports() -> None:
     assert "airflow_provider_loadtest.simulator.pytest_plugin" in names
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     subprocess.run([sys.executable, "-c", code, *names], check=True, capture_output=True, text=True)
+
+
+def test_what_moved_after_3_1_is_imported_through_compat() -> None:
+    """``conf`` and the task exceptions are not in ``airflow.sdk`` on 3.1: only compat.py may import them there."""
+    import ast
+
+    moved = {"conf", "AirflowFailException", "AirflowSkipException", "AirflowTaskTimeout", "TaskDeferred"}
+    offenders = []
+    for path in (ROOT / "airflow_provider_loadtest").rglob("*.py"):
+        if path.name == "compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("airflow.sdk"):
+                offenders += [(path.name, a.name) for a in node.names if a.name in moved]
+    assert offenders == []
