@@ -157,7 +157,7 @@ def test_every_module_in_the_wheel_imports() -> None:
 
 
 def test_what_moved_after_3_1_is_imported_through_compat() -> None:
-    """``conf`` and the task exceptions are not in ``airflow.sdk`` on 3.1: only compat.py may import them there."""
+    """``conf`` and the task exceptions are not in ``airflow.sdk`` on 3.1: only compat.py imports them."""
     import ast
 
     moved = {"conf", "AirflowFailException", "AirflowSkipException", "AirflowTaskTimeout", "TaskDeferred"}
