@@ -25,7 +25,7 @@ from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
@@ -65,8 +65,14 @@ def connection_never_opened(exc: requests.RequestException) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-def describe_transport_failure(exc: requests.RequestException) -> str:
-    """A short, key-free account of a failure that produced no HTTP answer."""
+def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
+    """A short, key-free account of a failure that produced no HTTP answer, naming the URL it tried."""
+    if url is not None:
+        return failure_at(
+            url, describe_transport_failure(exc), tls_failed=isinstance(exc, requests.exceptions.SSLError)
+        )
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "the TLS handshake failed"
     if isinstance(exc, requests.ConnectTimeout):
         return "could not connect in time"
     if isinstance(exc, requests.ReadTimeout):
@@ -83,7 +89,7 @@ class LoadTestHook(BaseHook):
 
     Connection fields: host = API base URL (empty for the SaaS ``https://api.octoperf.com``; an
     on-premise URL with a path prefix works), password = API key. Extras: ``ui_url``,
-    ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl``.
+    ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl`` (switch), ``ca_bundle`` (path).
     """
 
     conn_name_attr = "loadtest_conn_id"
@@ -101,16 +107,44 @@ class LoadTestHook(BaseHook):
     # --- connection form (Airflow < 3.2 reads these; 3.2+ reads get_provider_info) --------------
 
     @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Relabel the generic connection form for this service."""
-        from airflow_provider_loadtest.get_provider_info import get_provider_info
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The extra fields of the form on Airflow 3.1, built from the same ``conn-fields`` as 3.2+.
 
-        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
+        Airflow 3.1's UI turns these WTForms fields into its form (it needs ``wtforms``, which the FAB
+        provider brings); wtforms is imported here, never at module level, so workers don't pay for it.
+        """
+        from wtforms import BooleanField, StringField
+        from wtforms.validators import Optional
+
+        fields: dict[str, Any] = {}
+        for name, spec in _connection_type()["conn-fields"].items():
+            default = spec["schema"].get("default")
+            if "boolean" in spec["schema"]["type"]:
+                fields[name] = BooleanField(
+                    spec["label"], validators=[Optional()], description=spec["description"], default=default
+                )
+            else:  # 3.1 draws only text, password, integer and boolean fields: numbers go as text
+                fields[name] = StringField(
+                    spec["label"],
+                    validators=[Optional()],
+                    description=spec["description"],
+                    default=None if default is None else str(default),
+                )
+        return fields
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Relabel the generic connection form for this service (Airflow 3.1)."""
+        behaviour = _connection_type()["ui-field-behaviour"]
         return {
             "hidden_fields": behaviour["hidden-fields"],
             "relabeling": behaviour["relabeling"],
             "placeholders": behaviour["placeholders"],
         }
+
+    def get_conn(self) -> requests.Session:
+        """The authenticated ``requests`` session, as Airflow hooks hand out their client."""
+        return self.session
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -167,7 +201,8 @@ class LoadTestHook(BaseHook):
                 )
             except requests.RequestException as exc:
                 delay = tries.after_no_answer(
-                    describe_transport_failure(exc), never_opened=connection_never_opened(exc)
+                    describe_transport_failure(exc, settings.url(request.path)),
+                    never_opened=connection_never_opened(exc),
                 )
             else:
                 delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
@@ -347,6 +382,13 @@ class LoadTestHook(BaseHook):
             f"Connected to {self.settings.base_url}: the API key is valid and its user is a member of "
             f"{len(workspaces)} workspace(s)."
         )
+
+
+def _connection_type() -> dict[str, Any]:
+    from airflow_provider_loadtest.get_provider_info import get_provider_info
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    return dict(conn_type)
 
 
 def _mask(secret: str) -> None:

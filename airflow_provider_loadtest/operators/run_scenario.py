@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from airflow.sdk import BaseOperator, conf
+from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
@@ -197,6 +198,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         from airflow_provider_loadtest.decisions.watch import RunOutcome
 
         run = StartedRun.from_xcom(event["run"])
+        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
         if event.get("status") != "done":
             from airflow.sdk.exceptions import AirflowException
 
@@ -451,7 +453,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         store = context.get("task_state_store") if hasattr(context, "get") else None
         if _store_get(store, self.log) is not None:
             raise exc
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowFailException
 
         raise AirflowFailException(
             f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "

@@ -171,13 +171,16 @@ def test_templated_fields() -> None:
     }
 
 
-def test_link_reads_the_published_url() -> None:
+def test_link_reads_the_published_url_without_asking_the_xcom_api() -> None:
+    """A task that failed before starting a run: no XCom lookup, so no "[error] XCom not found" line."""
     link = LoadTestReportLink()
-    with mock.patch(
-        "airflow.sdk.execution_time.xcom.XCom.get_value", return_value="https://x/ui/r"
-    ) as get_value:
-        assert link.get_link(mock.sentinel.op, ti_key=mock.sentinel.key) == "https://x/ui/r"  # type: ignore[arg-type]
-    assert get_value.call_args.kwargs == {"ti_key": mock.sentinel.key, "key": REPORT_URL_XCOM_KEY}
-    with mock.patch("airflow.sdk.execution_time.xcom.XCom.get_value", return_value=None):
-        assert link.get_link(mock.sentinel.op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+    op = mock.Mock(spec=[])
+    with mock.patch("airflow.sdk.execution_time.xcom.XCom.get_value") as get_value:
+        assert link.get_link(op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+        ti = mock.Mock()
+        LoadTestReportLink.publish({"task": op, "ti": ti}, "https://x/ui/r")
+        assert link.get_link(op, ti_key=mock.sentinel.key) == "https://x/ui/r"  # type: ignore[arg-type]
+    get_value.assert_not_called()
+    pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ti.xcom_push.call_args_list}
+    assert pushed == {REPORT_URL_XCOM_KEY: "https://x/ui/r", link.xcom_key: "https://x/ui/r"}
     assert link.name == "Load test report"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import requests_mock as rm
 from airflow.sdk import ObjectStoragePath
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.hooks import artifacts
 from airflow_provider_loadtest.hooks import loadtest as hook_module
@@ -303,6 +303,11 @@ def test_relative_and_empty_destinations_are_refused() -> None:
 
 
 def test_object_store_destination(tmp_path: Path) -> None:
+    import fsspec
+    from airflow.sdk.io.store import attach
+
+    # Airflow 3.1 knows no memory:// store by itself (3.2+ does): attach fsspec's, as a user would.
+    attach("memory", fs=fsspec.filesystem("memory"))
     target = ObjectStoragePath("memory://loadtest-tests/nightly/report.pdf")
     saved = artifacts.write_atomically(target, PDF)
     assert saved.size == len(PDF)
