@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 #: (script, full-size arguments, smoke arguments)
 BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("import_time.py", [], ["--runs", "1"]),
+    ("pytest_plugin_cost.py", [], ["--runs", "1"]),
     ("client_cpu.py", [], ["--rounds", "2", "--calls", "5"]),
     ("models_parse.py", [], ["--rounds", "1", "--templates", "20"]),
     (

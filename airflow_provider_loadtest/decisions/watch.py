@@ -299,7 +299,7 @@ def _log_progress(bench_result_id: str, state: str, deadline: float | None) -> G
     try:
         progress = yield _until(endpoints.get_progress(bench_result_id), deadline)
         if progress.percent is not None:  # a progress answer without a number is no reason to fail
-            parts.append(f"{progress.percent:.0f}% done")
+            parts.append(f"{progress.percent:.1f}% done")  # 0 to 100, decimals as the service sends
     except LoadTestApiError:
         pass
     if state == "RUNNING":
@@ -313,8 +313,12 @@ def _stop(bench_result_id: str, why: str, from_time: float) -> Generator[Any, An
     """Stop the run, its tries bounded to ``STOP_GRACE_S`` past ``from_time`` (epoch seconds)."""
     yield Log(f"Stopping run {bench_result_id}: {why}", logging.WARNING)
     try:
-        yield replace(endpoints.stop_run(bench_result_id), deadline=from_time + STOP_GRACE_S)
+        answer = yield replace(endpoints.stop_run(bench_result_id), deadline=from_time + STOP_GRACE_S)
     except LoadTestApiError as exc:
         yield Log(f"Could not stop run {bench_result_id}: {exc}", logging.ERROR)
         return False
+    if answer is not None:  # the stop answers the run's BenchResult
+        yield Log(
+            f"Asked to stop run {bench_result_id}: the service reports it {answer.state}", logging.WARNING
+        )
     return True

@@ -20,7 +20,7 @@ from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import RETRYABLE_STATUSES, Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks import transport
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,6 +41,14 @@ def describe_httpx_failure(exc: httpx.HTTPError) -> tuple[str, bool]:
     if isinstance(exc, httpx.ReadTimeout):
         return "the service did not answer in time (read timeout)", False
     return f"the connection failed before an answer arrived ({type(exc).__name__})", False
+
+
+def _is_tls(exc: httpx.HTTPError) -> bool:
+    """Whether the failure was the TLS handshake (httpx wraps the ``ssl`` error in a ConnectError)."""
+    import ssl
+
+    cause = exc.__cause__ or exc.__context__
+    return isinstance(cause, ssl.SSLError) or "SSL" in str(exc)
 
 
 async def settings_for(conn_id: str) -> ConnectionSettings:
@@ -100,6 +108,7 @@ class AsyncLoadTestClient:
                 delay = tries.after_no_answer(timed_out_detail(budget), never_opened=False)
             except httpx.HTTPError as exc:
                 failure, never_opened = describe_httpx_failure(exc)
+                failure = failure_at(self.settings.url(request.path), failure, tls_failed=_is_tls(exc))
                 delay = tries.after_no_answer(failure, never_opened=never_opened)
             else:
                 status, headers, body = answer
