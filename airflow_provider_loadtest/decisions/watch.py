@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.api.endpoints import ApiRequest
     from airflow_provider_loadtest.models import GlobalMetrics, ThresholdAlarm
 
-#: How long past the watch deadline the stop call may take in all (its tries and back-off): best
-#: effort, bounded, so a service that is down cannot keep a timed-out task alive.
+#: How long past the watch deadline the stop call (or the reads after a run that ended just in time)
+#: may take in all, tries and back-off: best effort, bounded, so a service that is down cannot keep a
+#: timed-out task alive.
 STOP_GRACE_S = 30.0
 
 
@@ -205,8 +206,10 @@ def watch_run(
         yield Sleep(pause)
 
     ended_at = now()
-    alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None, deadline=None)
-    metrics = yield from _read_metrics(bench_result_id, None)
+    # The run ended in time: its alarms and metrics may still be read a little past the deadline.
+    final = None if deadline is None else max(deadline, ended_at) + STOP_GRACE_S
+    alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None, deadline=final)
+    metrics = yield from _read_metrics(bench_result_id, final)
     base: dict[str, Any] = {
         "bench_result_id": bench_result_id,
         "state": state,

@@ -25,7 +25,7 @@ from airflow_provider_loadtest.api.retry import Attempts, RetryPolicy
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.decisions.report_pdf import export_report_pdf
 from airflow_provider_loadtest.decisions.runs import breaking_alarms, is_terminal
-from airflow_provider_loadtest.decisions.watch import Log, WatchOptions, watch_run
+from airflow_provider_loadtest.decisions.watch import STOP_GRACE_S, Log, WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
@@ -412,3 +412,12 @@ def test_the_size_bound_is_32_mib_and_spares_downloads() -> None:
     body = endpoints.AnswerBody(endpoints.download_run_file("br-1", "a.log"), 200, limit=4)
     body.add(b"more than four bytes")
     assert body.content == b"more than four bytes"
+
+
+def test_reads_after_the_run_ended_are_bounded_too() -> None:
+    clock = Clock()
+    steps = watch_run("br-1", WatchOptions(deadline=1010.0), started_at=1000.0, now=clock)
+    next(steps)
+    clock.t = 1012.0
+    alarms_read = steps.send(BenchResult(id="br-1", state="FINISHED"))
+    assert alarms_read.deadline == 1012.0 + STOP_GRACE_S
