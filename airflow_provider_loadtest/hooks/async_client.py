@@ -17,7 +17,7 @@ import httpx
 
 from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.api.retry import RETRYABLE_STATUSES, Attempts, LoggerLike, RetryPolicy
+from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks import transport
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
@@ -127,8 +127,7 @@ class AsyncLoadTestClient:
     async def _send(
         self, client: httpx.AsyncClient, request: ApiRequest[Any]
     ) -> tuple[int, httpx.Headers, bytes]:
-        """One try: the answer's status, headers and body (read in chunks against the size bound;
-        an answer asking for a retry is not read at all)."""
+        """One try: the answer's status, headers and body (read in chunks against the size bound)."""
         async with client.stream(
             request.method,
             self.settings.url(request.path),
@@ -137,9 +136,8 @@ class AsyncLoadTestClient:
             headers={"Accept": request.accept},
         ) as response:
             body = AnswerBody(request, response.status_code)
-            if response.status_code not in RETRYABLE_STATUSES:
-                async for chunk in response.aiter_bytes():
-                    body.add(chunk)
+            async for chunk in response.aiter_bytes():
+                body.add(chunk)
             return response.status_code, response.headers, body.content
 
     async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:

@@ -421,3 +421,20 @@ def test_reads_after_the_run_ended_are_bounded_too() -> None:
     clock.t = 1012.0
     alarms_read = steps.send(BenchResult(id="br-1", state="FINISHED"))
     assert alarms_read.deadline == 1012.0 + STOP_GRACE_S
+
+
+def test_a_5xx_on_the_start_keeps_what_the_service_said_in_both_clients(
+    loadtest_conn: str, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(RUN_URL, status_code=503, text="maintenance until 16:00")
+    with pytest.raises(LoadTestApiError, match="maintenance until 16:00"):
+        LoadTestHook().run_scenario("sc-1")
+    settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
+
+    async def go() -> Any:
+        transport = httpx.MockTransport(lambda _r: httpx.Response(503, text="maintenance until 16:00"))
+        async with AsyncLoadTestClient(settings, transport=transport) as client:
+            return await client.call(endpoints.run_scenario("sc-1"))
+
+    with pytest.raises(LoadTestApiError, match="maintenance until 16:00"):
+        asyncio.run(go())
