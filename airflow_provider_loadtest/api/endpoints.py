@@ -286,7 +286,7 @@ def _optional_bench_result(body: bytes) -> BenchResult | None:
     try:
         document = json.loads(body)
         return BenchResult.from_api(document) if isinstance(document, dict) else None
-    except ValueError:  # not JSON, or not a BenchResult: the stop was accepted all the same
+    except (ValueError, RecursionError):  # not JSON, or not a BenchResult: the stop was accepted all the same
         return None
 
 

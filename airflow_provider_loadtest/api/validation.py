@@ -18,10 +18,15 @@ MAX_ID_CHARS = 256
 MAX_FILE_NAME_CHARS = 255
 
 
+#: Unicode categories no id holds: format characters (Cf: U+200B, U+202E, U+FEFF...) look like nothing
+#: or reorder what is shown, so an id holding one is not the id a person reads; lone surrogates (Cs)
+#: cannot even be encoded into a URL.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cs"})
+
+
 def _invisible(value: str) -> bool:
-    """Unicode format characters (category Cf: U+200B, U+202E, U+FEFF...) look like nothing, or
-    reorder what is shown, so an id holding one is not the id a person reads."""
-    return any(unicodedata.category(char) == "Cf" for char in value)
+    """Whether ``value`` holds a character of ``_INVISIBLE_CATEGORIES``."""
+    return any(unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in value)
 
 
 def _shown(value: str) -> str:
