@@ -18,7 +18,7 @@ from airflow_provider_loadtest.decisions.templates import choose_template, descr
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 
 if TYPE_CHECKING:
-    from airflow_provider_loadtest.models import ReportTemplate
+    from airflow_provider_loadtest.models import AnyReportTemplate
 
 
 class TemplateWaitTimeout(TemplateNotFoundError):
@@ -33,7 +33,7 @@ def wait_for_template(
     interval_s: float,
     deadline: float,
     now: Callable[[], float] = time.time,
-) -> Generator[Any, Any, ReportTemplate]:
+) -> Generator[Any, Any, AnyReportTemplate]:
     """Return the template once ``choose_template`` finds it; raise ``TemplateWaitTimeout`` at ``deadline``.
 
     ``deadline`` is wall-clock epoch seconds: the wait may move between processes (a triggerer restart
@@ -43,7 +43,7 @@ def wait_for_template(
     if interval_s <= 0:
         raise ValueError("interval_s must be positive")
     while True:
-        templates: list[ReportTemplate] = yield endpoints.list_templates(workspace_id)
+        templates: list[AnyReportTemplate] = yield endpoints.list_templates(workspace_id)
         found = choose_template(templates, workspace_id=workspace_id, name=name, template_id=template_id)
         if found is not None:
             yield Log(f"Found report template {found.name!r} (id {found.id}) in workspace {workspace_id!r}")

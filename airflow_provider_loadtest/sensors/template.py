@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 
 if TYPE_CHECKING:
@@ -93,7 +94,12 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
             )
             return str(event["template_id"])
         if event.get("error") == "TemplateWaitTimeout":
-            from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
+            from airflow_provider_loadtest.compat import AirflowSkipException
+
+            try:
+                from airflow.sdk.exceptions import AirflowSensorTimeout
+            except ImportError:  # Airflow < 3.2
+                from airflow.exceptions import AirflowSensorTimeout  # type: ignore[no-redef]
 
             if self.soft_fail:
                 raise AirflowSkipException(str(event.get("message")))

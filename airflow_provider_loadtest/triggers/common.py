@@ -42,7 +42,7 @@ async def drive_to_event(
 
 def raise_for_event(event: dict[str, Any], what: str) -> NoReturn:
     """Fail the resumed task with the trigger's error: without retries when none could succeed."""
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+    from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
     message = f"{what} failed in the triggerer: {event.get('error', 'error')}: {event.get('message')}"
     if event.get("never_succeeds"):

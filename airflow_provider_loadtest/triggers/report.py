@@ -64,6 +64,7 @@ class ReportPrintTrigger(BaseTrigger):
             self.loadtest_conn_id,
             lambda key: print_report(
                 self.report_id,
+                self.bench_result_id,
                 config=export_config(self.export_config),
                 timeout_s=self.timeout,
                 poll_interval_s=self.poll_interval,

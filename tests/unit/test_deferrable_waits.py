@@ -13,14 +13,13 @@ from typing import Any
 import httpx
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import (
+
+from airflow_provider_loadtest.compat import (
     AirflowException,
     AirflowFailException,
-    AirflowSensorTimeout,
     AirflowSkipException,
     TaskDeferred,
 )
-
 from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.operators.report import DownloadReportOperator
 from airflow_provider_loadtest.sensors.template import TemplateSensor
@@ -28,7 +27,7 @@ from airflow_provider_loadtest.triggers.report import ReportPrintTrigger
 from airflow_provider_loadtest.triggers.template import TemplateTrigger
 from tests.conftest import API_KEY
 from tests.unit.test_hook import TEMPLATES, TEMPLATES_URL
-from tests.unit.test_report import FILE_URL, PDF, RESULT_URL, TASKS_URL, _print_service
+from tests.unit.test_report import FILE_URL, LIST_URL, PDF, RESULT_URL, TASKS_URL, _print_service
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -135,8 +134,9 @@ def test_trigger_gives_up_at_the_deadline_as_a_sensor_timeout(
     assert "it has: 'Smoke' (id 't-3')" in event["message"]
     assert len(seen) == 1
     sensor = TemplateSensor(task_id="s", workspace_id="ws-1", template_name="Nightly SLA", deferrable=True)
-    with pytest.raises(AirflowSensorTimeout, match="gave up waiting"):
+    with pytest.raises(AirflowException, match="gave up waiting") as timed_out:
         sensor.execute_complete({}, event)  # type: ignore[arg-type]
+    assert type(timed_out.value).__name__ == "AirflowSensorTimeout"
     sensor.soft_fail = True
     with pytest.raises(AirflowSkipException):
         sensor.execute_complete({}, event)  # type: ignore[arg-type]
@@ -209,6 +209,8 @@ def _print_handler(polls: list[httpx.Response]) -> tuple[Handler, list[httpx.Req
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
+        if str(request.url) == LIST_URL:  # the PDFs before printing, to tell the new one apart
+            return httpx.Response(200, json=[])
         if str(request.url) == TASKS_URL:
             return httpx.Response(200, text="task-1", headers={"Content-Type": "text/plain"})
         assert str(request.url) == RESULT_URL, request.url
@@ -249,7 +251,8 @@ def test_report_defers_waits_in_the_trigger_and_downloads_on_the_worker(
         "report_id": "rep-1",
         "bench_result_id": "br-1",
     }
-    assert json.loads(seen[0].content)["config"]["pageFormat"] == "A4"
+    (start,) = [r for r in seen if r.method == "POST"]
+    assert json.loads(start.content)["config"]["pageFormat"] == "A4"
     assert not target.exists()
 
     _print_service(requests_mock, [])

@@ -20,7 +20,11 @@ PAGE = ROOT / "docs" / "troubleshooting.md"
 #: their shape instead.
 MIN_PREFIX = 12
 #: Programming errors of ours, not something a user acts on.
-INTERNAL = ("use AsyncLoadTestClient as an async context manager", "kind has no string default")
+INTERNAL = (
+    "use AsyncLoadTestClient as an async context manager",
+    "kind has no string default",
+    "unexpected Airflow version",
+)
 
 
 def _head(node: ast.expr) -> str | None:
