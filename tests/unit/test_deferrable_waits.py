@@ -77,6 +77,18 @@ def _roundtrip(trigger: Any) -> Any:
     return type(trigger)(**json.loads(json.dumps(kwargs)))
 
 
+def _template_trigger(conn_id: str, **overrides: Any) -> TemplateTrigger:
+    values: dict[str, Any] = {
+        "loadtest_conn_id": conn_id,
+        "workspace_id": "ws-1",
+        "template_name": None,
+        "template_id": None,
+        "poke_interval": 60,
+        "deadline": time.time() + 600,
+    }
+    return TemplateTrigger(**{**values, **overrides})
+
+
 # --- TemplateSensor -------------------------------------------------------------------------------
 
 
@@ -120,14 +132,7 @@ def test_trigger_gives_up_at_the_deadline_as_a_sensor_timeout(
 ) -> None:
     handler, seen = _templates_in_turn(TEMPLATES[2:3])
     service.append(handler)
-    trigger = TemplateTrigger(
-        loadtest_conn_id=loadtest_conn,
-        workspace_id="ws-1",
-        template_name="Nightly SLA",
-        template_id=None,
-        poke_interval=60,
-        deadline=time.time() - 1,
-    )
+    trigger = _template_trigger(loadtest_conn, template_name="Nightly SLA", deadline=time.time() - 1)
     event = _fire(trigger)
     assert event["status"] == "error"
     assert event["error"] == "TemplateWaitTimeout"
@@ -145,14 +150,7 @@ def test_trigger_gives_up_at_the_deadline_as_a_sensor_timeout(
 def test_trigger_ambiguous_name_fails_without_retry(service: list[Handler], loadtest_conn: str) -> None:
     handler, _ = _templates_in_turn(TEMPLATES)
     service.append(handler)
-    trigger = TemplateTrigger(
-        loadtest_conn_id=loadtest_conn,
-        workspace_id="ws-1",
-        template_name="dup",
-        template_id=None,
-        poke_interval=60,
-        deadline=time.time() + 600,
-    )
+    trigger = _template_trigger(loadtest_conn, template_name="dup")
     event = _fire(trigger)
     assert event["error"] == "AmbiguousTemplateError"
     sensor = TemplateSensor(task_id="s", workspace_id="ws-1", template_name="dup", deferrable=True)
@@ -164,14 +162,7 @@ def test_trigger_bad_key_fails_without_retry_and_without_the_key(
     service: list[Handler], loadtest_conn: str
 ) -> None:
     service.append(lambda r: httpx.Response(401, json={"message": f"bad key {API_KEY}"}))
-    trigger = TemplateTrigger(
-        loadtest_conn_id=loadtest_conn,
-        workspace_id="ws-1",
-        template_name=None,
-        template_id="t-9",
-        poke_interval=60,
-        deadline=time.time() + 600,
-    )
+    trigger = _template_trigger(loadtest_conn, template_id="t-9")
     event = _fire(trigger)
     assert event["never_succeeds"] is True
     assert API_KEY not in json.dumps(event)
@@ -182,14 +173,7 @@ def test_trigger_bad_key_fails_without_retry_and_without_the_key(
 
 def test_trigger_service_unavailable_fails_with_retries(service: list[Handler], loadtest_conn: str) -> None:
     service.append(lambda r: httpx.Response(503))
-    trigger = TemplateTrigger(
-        loadtest_conn_id=loadtest_conn,
-        workspace_id="ws-1",
-        template_name="a",
-        template_id=None,
-        poke_interval=60,
-        deadline=time.time() + 600,
-    )
+    trigger = _template_trigger(loadtest_conn, template_name="a")
     event = _fire(trigger)
     assert event["never_succeeds"] is False
     sensor = TemplateSensor(task_id="s", workspace_id="ws-1", template_name="a", deferrable=True)
