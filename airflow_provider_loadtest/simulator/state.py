@@ -267,15 +267,19 @@ class SimulatorState:
 
     def scenario_of(self, route: str | None, params: dict[str, str], body: Any) -> str | None:
         """The scenario a request concerns, for faults scoped to a scenario (best effort)."""
-        if route == "run_scenario":
+        if route in ("run_scenario", "get_scenario"):
             return params.get("scenario_id")
         run_id = params.get("bench_result_id")
+        metric: Any = None
         if route == "threshold_alarms" and isinstance(body, dict):
             metric = body.get("metric")
-            if isinstance(metric, dict) and isinstance(metric.get("benchResultId"), str):
-                run_id = metric["benchResultId"]
-        if route == "create_task" and isinstance(body, dict):
-            report = self.reports.get(str(body.get("benchReportId")))
+        if route == "metrics_summary" and isinstance(body, dict) and isinstance(body.get("metrics"), list):
+            metric = (body["metrics"] or [None])[0]
+        if isinstance(metric, dict) and isinstance(metric.get("benchResultId"), str):
+            run_id = metric["benchResultId"]
+        if route in ("create_task", "get_bench_report"):
+            report_id = body.get("benchReportId") if isinstance(body, dict) else params.get("report_id")
+            report = self.reports.get(str(report_id))
             run_id = report.run_id if report else None
         if route == "task_result":
             task = self.tasks.get(params.get("task_id", ""))

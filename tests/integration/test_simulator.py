@@ -1107,3 +1107,18 @@ def test_report_page_at_the_web_ui_path(
     wrong = page_url.replace("demo-workspace", "other-workspace")
     assert requests.get(wrong, timeout=TIMEOUT).status_code == 404  # a wrongly built link fails here
     assert len(sim.requests) == recorded  # the web UI is not the API: not recorded
+
+
+def test_scenario_scoped_faults_reach_the_new_routes(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    report = _start(http, sim, "warning-scenario")
+    demo = _start(http, sim)
+    clock.advance(DURATION)
+    sim.set_fault("error", scenario_id="warning-scenario", status=502)
+    run_id = report["benchResultIds"][0]
+    assert _get(http, sim, "/runtime/scenarios/warning-scenario").status_code == 502
+    assert _get(http, sim, f"/analysis/bench-reports/{report['id']}").status_code == 502
+    summary = _summary_body(run_id, ["HITS_TOTAL"])
+    assert _post(http, sim, "/analysis/metrics/summary", json=summary).status_code == 502
+    assert _summary(http, sim, _summary_body(demo["benchResultIds"][0], ["HITS_TOTAL"]))
