@@ -255,7 +255,7 @@ def _log_progress(bench_result_id: str, state: str) -> Generator[Any, Any, None]
     try:
         progress = yield endpoints.get_progress(bench_result_id)
         if progress.percent is not None:  # a progress answer without a number is no reason to fail
-            parts.append(f"{progress.percent:.0f}% done")
+            parts.append(f"{progress.percent:.1f}% done")  # 0 to 100, decimals as the service sends
     except LoadTestApiError:
         pass
     if state == "RUNNING":
@@ -268,8 +268,12 @@ def _log_progress(bench_result_id: str, state: str) -> Generator[Any, Any, None]
 def _stop(bench_result_id: str, why: str) -> Generator[Any, Any, bool]:
     yield Log(f"Stopping run {bench_result_id}: {why}", logging.WARNING)
     try:
-        yield endpoints.stop_run(bench_result_id)
+        answer = yield endpoints.stop_run(bench_result_id)
     except LoadTestApiError as exc:
         yield Log(f"Could not stop run {bench_result_id}: {exc}", logging.ERROR)
         return False
+    if answer is not None:  # the stop answers the run's BenchResult
+        yield Log(
+            f"Asked to stop run {bench_result_id}: the service reports it {answer.state}", logging.WARNING
+        )
     return True

@@ -64,8 +64,40 @@ def _as_bool(name: str, value: Any) -> bool | str:
     if text.lower() in {"false", "0", "no"}:
         return False
     if text.startswith("/"):
-        return text  # a CA bundle path, as requests' ``verify`` accepts
-    raise ValueError(f"connection extra {name!r} must be true, false or a CA bundle path, got {value!r}")
+        return text  # a CA bundle path in ``verify_ssl``: how connections made before ``ca_bundle`` said it
+    raise ValueError(f"connection extra {name!r} must be true or false, got {value!r}")
+
+
+def tls_verification(verify: Any, ca_bundle: Any) -> bool | str:
+    """What requests' and httpx's ``verify`` get: the form's switch plus its optional CA bundle path.
+
+    Verification is on unless the switch is off; a CA bundle path (``ca_bundle``, or a path written in
+    ``verify_ssl`` as older connections did) replaces the system's trust store while it is on.
+    """
+    switch = True if verify is None else _as_bool("verify_ssl", verify)
+    if switch is False:
+        return False
+    if ca_bundle is not None:
+        path = str(ca_bundle).strip()
+        if not path.startswith("/"):
+            raise ValueError(f"connection extra 'ca_bundle' must be an absolute file path, got {ca_bundle!r}")
+        return path
+    return switch
+
+
+def failure_at(url: str, failure: str, *, tls_failed: bool = False) -> str:
+    """A transport failure naming the URL it tried (the key travels in a header, never in the URL).
+
+    A failed TLS handshake is most often an ``https://`` URL aimed at a plain-http server: a host given
+    without a scheme (the URI form ``loadtest://:KEY@host:8080`` included) means https.
+    """
+    text = f"{failure} at {url}"
+    if tls_failed and url.startswith("https://"):
+        text += (
+            "; if the service there speaks plain http, write the host as http://host:port "
+            "(URI form: loadtest://:KEY@host:port/http)"
+        )
+    return text
 
 
 def _as_seconds(name: str, value: Any, default: float) -> float:
@@ -111,7 +143,6 @@ def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
     extras = conn.extra_dejson or {}
     base_url = normalise_base_url(conn.host, conn.schema, conn.port)
     ui_url = str(_extra(extras, "ui_url") or base_url + "/ui").rstrip("/")
-    verify = _extra(extras, "verify_ssl")
     return ConnectionSettings(
         base_url=base_url,
         api_key=conn.password,
@@ -120,5 +151,5 @@ def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
             "connect_timeout", _extra(extras, "connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S
         ),
         read_timeout_s=_as_seconds("read_timeout", _extra(extras, "read_timeout"), DEFAULT_READ_TIMEOUT_S),
-        verify_ssl=True if verify is None else _as_bool("verify_ssl", verify),
+        verify_ssl=tls_verification(_extra(extras, "verify_ssl"), _extra(extras, "ca_bundle")),
     )

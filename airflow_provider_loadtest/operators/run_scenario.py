@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from airflow.sdk import BaseOperator, conf
+from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
@@ -42,10 +43,13 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     :param template_name: choose the template by name instead, from ``workspace_id``'s templates (exact
         match first, then ignoring case; no match or several matches fail the task before anything
         starts).
-    :param workspace_id: the scenario's workspace; needed with ``template_name``, and to build the
-        report link (the service's answer does not name the workspace).
+    :param workspace_id: the scenario's workspace; needed with ``template_name``. For the report link
+        it is looked up when not given (the scenario's project, then that project's workspace, once
+        per run); giving it skips those two calls.
     :param test_name: a name for this run in the service (e.g. ``"nightly {{ ds }}"``).
     :param properties: key/value properties passed to the run (newer servers).
+    :param subscription_id: the subscription that pays for the run, for accounts with several
+        (sent as the query parameter ``subscriptionId``).
     :param wait_for_completion: wait until the run ends (default). ``False`` returns once it started.
     :param check_interval: seconds between two polls of the run's state (the official clients use 10).
     :param timeout: longest wait for the run (seconds or ``timedelta``); past it the run is stopped and
@@ -84,6 +88,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         "workspace_id",
         "test_name",
         "properties",
+        "subscription_id",
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
@@ -101,6 +106,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         workspace_id: str | None = None,
         test_name: str | None = None,
         properties: Mapping[str, str] | None = None,
+        subscription_id: str | None = None,
         wait_for_completion: bool = True,
         check_interval: float = 10.0,
         timeout: float | timedelta | None = None,
@@ -119,7 +125,12 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             raise ValueError("give template_id or template_name, not both")
         if template_name is not None and workspace_id is None:
             raise ValueError("template_name needs workspace_id: templates are listed per workspace")
-        check_literal_ids(scenario_id=scenario_id, template_id=template_id, workspace_id=workspace_id)
+        check_literal_ids(
+            scenario_id=scenario_id,
+            template_id=template_id,
+            workspace_id=workspace_id,
+            subscription_id=subscription_id,
+        )
         gate = check_gate_severity(fail_on_alarm_severity)
         if check_interval <= 0:
             raise ValueError(f"check_interval must be positive, got {check_interval!r}")
@@ -141,6 +152,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         self.workspace_id = workspace_id
         self.test_name = test_name
         self.properties = properties
+        self.subscription_id = subscription_id
         self.wait_for_completion = wait_for_completion
         self.check_interval = check_interval
         self.timeout = timeout_s
@@ -186,6 +198,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         from airflow_provider_loadtest.decisions.watch import RunOutcome
 
         run = StartedRun.from_xcom(event["run"])
+        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
         if event.get("status") != "done":
             from airflow.sdk.exceptions import AirflowException
 
@@ -259,10 +272,19 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         )
         properties = self._checked_properties()
         template_id = self._resolve_template_id(workspace_id)
+        subscription_id = (
+            validate_path_id("subscription_id", self.subscription_id) if self.subscription_id else None
+        )
 
         report = self.hook.run_scenario(
-            scenario_id, template_id=template_id, name=self.test_name or None, properties=properties
+            scenario_id,
+            template_id=template_id,
+            name=self.test_name or None,
+            properties=properties,
+            subscription_id=subscription_id,
         )
+        if workspace_id is None and report.project_id:  # for the link only: a failed lookup answers None
+            workspace_id = self.hook.find_workspace_id(scenario_id)
         run = StartedRun.from_report(
             report,
             scenario_id=scenario_id,
@@ -282,9 +304,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         if run.report_url:
             self.log.info("Report: %s", run.report_url)
         else:
-            self.log.info(
-                "No report link: set workspace_id on the task to get one (the service does not name it)"
-            )
+            self.log.info("No report link (set workspace_id on the task to skip the workspace lookup)")
         return run
 
     def _resolve_template_id(self, workspace_id: str | None) -> str | None:
@@ -433,7 +453,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         store = context.get("task_state_store") if hasattr(context, "get") else None
         if _store_get(store, self.log) is not None:
             raise exc
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowFailException
 
         raise AirflowFailException(
             f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "
