@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -28,6 +29,7 @@ from airflow_provider_loadtest.simulator.pytest_plugin import (  # noqa: F401
 pytestmark = pytest.mark.integration
 
 TIMEOUT = 5  # seconds, for every HTTP call
+FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures"
 DURATION = 6.0  # the default seed's run duration, walked with a fake clock
 
 
@@ -80,16 +82,18 @@ def _state(http: requests.Session, sim: SimulatorHandle, run_id: str) -> str:
     return str(response.json()["state"])
 
 
+def _official_body(name: str, **ids: str) -> Any:
+    """A request body of an official client (tests/unit/fixtures), its ``<placeholders>`` filled in."""
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    for placeholder, value in ids.items():
+        text = text.replace(f"<{placeholder}>", value)
+    return json.loads(text)
+
+
 def _alarm_body(run_id: str) -> dict[str, Any]:
     """The official Maven plugin's body, verbatim but for the run id (beyond-the-spec)."""
-    metric = {
-        "@type": "MonitoringMetric",
-        "benchResultId": run_id,
-        "filters": [],
-        "id": "",
-        "type": "NUMBER_COUNTER",
-    }
-    return {"@type": "ThresholdAlarmReportItem", "metric": metric, "name": ""}
+    body: dict[str, Any] = _official_body("maven_threshold_alarm_body.json", id=run_id)
+    return body
 
 
 def _summary_body(run_id: str, metric_ids: list[str], item_type: str | None = "SummaryReportItem") -> Any:
@@ -398,11 +402,7 @@ def _finished_report(http: requests.Session, sim: SimulatorHandle, clock: FakeCl
 
 
 def _create_task(http: requests.Session, sim: SimulatorHandle, report_id: str) -> str:
-    body = {
-        "@type": "PrintReportTask",
-        "benchReportId": report_id,
-        "config": {"@type": "ExportReportConfig", "pageFormat": "A4"},
-    }
+    body = _official_body("maven_print_task_body.json", reportId=report_id)  # the Maven plugin's
     response = _post(http, sim, "/tasks", json=body)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
@@ -891,24 +891,13 @@ def test_alarm_body_without_its_types_is_400(
     assert missing in response.text and "type" in response.text
 
 
-@pytest.mark.parametrize("metric_type", ["HitMetric", "MonitoringMetric"])
+@pytest.mark.parametrize("fixture", ["maven_threshold_alarm_body.json", "jenkins_threshold_alarm_body.json"])
 def test_alarm_bodies_of_the_official_clients_are_accepted(
-    http: requests.Session, sim: SimulatorHandle, clock: FakeClock, metric_type: str
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock, fixture: str
 ) -> None:
     run_id = _start(http, sim, "warning-scenario")["benchResultIds"][0]
     clock.advance(DURATION)
-    jenkins_metric = {
-        "@type": metric_type,
-        "benchResultId": run_id,
-        "config": None,
-        "field": "value",
-        "filters": [],
-        "id": "MONITORING",
-        "scope": "PER_SAMPLE",
-        "statistic": "AVERAGE",
-        "type": "NUMBER_COUNTER",
-    }
-    body = {"@type": "ThresholdAlarmReportItem", "metric": jenkins_metric, "name": "Threshold alarms"}
+    body = _official_body(fixture, id=run_id)
     response = _post(http, sim, "/analysis/threshold-alarms", json=body)
     assert response.status_code == 200, response.text
     assert {a["id"]: a["severity"] for a in response.json()} == {
