@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from typing import Any, Generic, Literal, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pydantic import TypeAdapter
 
@@ -67,6 +67,9 @@ class ApiRequest(Generic[T]):
     empty_answer_note: str = ""
     #: What the answer may be: JSON for the API's documents, anything for a downloaded file.
     accept: str = "application/json"
+    #: Epoch seconds past which no retry is sent and no back-off waits (the watch deadline); set by
+    #: ``decisions.watch`` with ``dataclasses.replace``. ``None``: only the connection's bounds apply.
+    deadline: float | None = None
 
     def may_resend(self, *, never_opened: bool) -> bool:
         """Whether a failed try may be sent again: always for safe calls, and for costly ones only
@@ -105,10 +108,65 @@ def _status_detail(status: int, service_text: str) -> str:
     return said.strip()
 
 
+#: The largest answer read into memory (JSON documents, text): a service or proxy gone wrong must not
+#: take the worker's memory with it. Downloads (``answer="bytes"``) are files and are not capped here.
+MAX_ANSWER_BYTES = 32 * 2**20
+
+
+class AnswerBody:
+    """The bytes of one answer as the transport reads them, refused once over ``MAX_ANSWER_BYTES``.
+
+    Both transports read answers in chunks through this, so an oversized answer stops early (the
+    connection is then closed) instead of being read whole.
+    """
+
+    def __init__(self, request: ApiRequest[Any], status: int, limit: int | None = None) -> None:
+        self.request = request
+        self.status = status
+        self.limit = None if request.answer == "bytes" else (limit or MAX_ANSWER_BYTES)
+        self.size = 0
+        self._chunks: list[bytes] = []
+
+    def add(self, chunk: bytes) -> None:
+        """Take one chunk; raises the call's error when the answer grows past the limit."""
+        self.size += len(chunk)
+        if self.limit is not None and self.size > self.limit:
+            raise self.request.error(
+                self.status,
+                f"the answer is larger than {self.limit} bytes, more than any answer of this call; "
+                "it was not read further (is the host the API base URL?)",
+            )
+        self._chunks.append(chunk)
+
+    @property
+    def content(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+def timed_out_detail(budget_s: float) -> str:
+    """The failure text for a try cut by its total deadline (a server or proxy trickling bytes)."""
+    return f"no complete answer within {budget_s:.1f} s (the whole-request bound)"
+
+
+def _redirect_detail(status: int, location: str | None) -> str:
+    host = urlsplit(location or "").hostname or "(no Location)"
+    return (
+        f"the service answered with a redirect to host {host!r}; API calls do not follow redirects "
+        "(set the connection's host to the API base URL the redirect points at, if you trust it)"
+    )
+
+
 def decode_answer(
-    request: ApiRequest[T], status: int, content_type: str | None, body: bytes, secret: str | None
+    request: ApiRequest[T],
+    status: int,
+    content_type: str | None,
+    body: bytes,
+    secret: str | None,
+    location: str | None = None,
 ) -> T:
     """Turn an HTTP answer into ``T``, or raise the package's error saying what went wrong."""
+    if 300 <= status < 400:
+        raise request.error(status, _redirect_detail(status, location))
     if status >= 400:
         text = trim_service_text(body.decode("utf-8", "replace"), secret)
         raise request.error(status, _status_detail(status, text))
@@ -128,6 +186,8 @@ def decode_answer(
         )
     try:
         document = json.loads(body)
+    except RecursionError:
+        raise request.error(status, "the answer is JSON nested too deeply to read") from None
     except ValueError:
         kind = (content_type or "unknown content type").split(";")[0]
         snippet = trim_service_text(body.decode("utf-8", "replace"), secret, limit=200)
@@ -136,6 +196,8 @@ def decode_answer(
         ) from None
     try:
         return request.parse(document)
+    except RecursionError:
+        raise request.error(status, "the answer is JSON nested too deeply to read") from None
     except ValueError as exc:  # pydantic's ValidationError is one
         raise request.error(
             status, f"the answer does not have the expected shape: {trim_service_text(str(exc), secret)}"
@@ -224,7 +286,7 @@ def _optional_bench_result(body: bytes) -> BenchResult | None:
     try:
         document = json.loads(body)
         return BenchResult.from_api(document) if isinstance(document, dict) else None
-    except ValueError:  # not JSON, or not a BenchResult: the stop was accepted all the same
+    except (ValueError, RecursionError):  # not JSON, or not a BenchResult: the stop was accepted all the same
         return None
 
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 #: Every PDF file starts with these bytes; an HTML error page or a JSON document does not.
 PDF_MAGIC = b"%PDF-"
 DEFAULT_PDF_TIMEOUT_S = 600.0
+#: How much of a non-PDF answer is read to quote its start (key redacted first, then cut to 60).
+_SHOWN_WINDOW_BYTES = 4096
 DEFAULT_PDF_POLL_INTERVAL_S = 5.0
 #: How much of a failed task's message goes into the error: its first lines, not a Java stack trace.
 _FAILURE_LINES = 3
@@ -124,7 +126,9 @@ def export_report_pdf(
     download = endpoints.download_run_file(bench_result_id, filename)
     content: bytes = yield download
     if not content.startswith(PDF_MAGIC):
-        start_bytes = trim_service_text(content[:60].decode("utf-8", "replace"), secret, limit=60)
+        # Redact in a window wider than what is shown, so a cut never leaves part of the key.
+        head = content[:_SHOWN_WINDOW_BYTES].decode("utf-8", "replace")
+        start_bytes = trim_service_text(head, secret, limit=60)
         raise download.error(200, f"the file is not a PDF ({len(content)} bytes, starting {start_bytes!r})")
     yield Log(f"Downloaded {filename}: {len(content)} bytes", logging.INFO)
     return content

@@ -31,7 +31,7 @@ def choose_template(
         raise ValueError("give exactly one of name and template_id to choose a template")
     if template_id is not None:
         return next((t for t in templates if t.id == template_id), None)
-    assert name is not None
+    assert name is not None  # noqa: S101 - type narrowing: the check above makes it hold
     for matches in (
         [t for t in templates if t.name == name],
         [t for t in templates if t.name is not None and t.name.casefold() == name.casefold()],

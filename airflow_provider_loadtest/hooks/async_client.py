@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
+from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
@@ -100,29 +100,45 @@ class AsyncLoadTestClient:
         tries = Attempts(request, self.retry_policy, log)
         delay: float | None
         while True:
+            budget = tries.budget(self.settings.read_timeout_s)
             try:
-                response = await self._client.request(
-                    request.method,
-                    self.settings.url(request.path),
-                    params=dict(request.params) or None,
-                    json=request.json_body,
-                    headers={"Accept": request.accept},
-                )
+                async with asyncio.timeout(budget):  # the whole try, however slowly bytes arrive
+                    answer = await self._send(self._client, request)
+            except TimeoutError:
+                delay = tries.after_no_answer(timed_out_detail(budget), never_opened=False)
             except httpx.HTTPError as exc:
                 failure, never_opened = describe_httpx_failure(exc)
                 failure = failure_at(self.settings.url(request.path), failure, tls_failed=_is_tls(exc))
                 delay = tries.after_no_answer(failure, never_opened=never_opened)
             else:
-                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
+                status, headers, body = answer
+                delay = tries.after_answer(status, headers.get("Retry-After"))
                 if delay is None:
                     return decode_answer(
                         request,
-                        response.status_code,
-                        response.headers.get("Content-Type"),
-                        response.content,
+                        status,
+                        headers.get("Content-Type"),
+                        body,
                         self.settings.api_key,
+                        location=headers.get("Location"),
                     )
             await _sleep(delay)
+
+    async def _send(
+        self, client: httpx.AsyncClient, request: ApiRequest[Any]
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """One try: the answer's status, headers and body (read in chunks against the size bound)."""
+        async with client.stream(
+            request.method,
+            self.settings.url(request.path),
+            params=dict(request.params) or None,
+            json=request.json_body,
+            headers={"Accept": request.accept},
+        ) as response:
+            body = AnswerBody(request, response.status_code)
+            async for chunk in response.aiter_bytes():
+                body.add(chunk)
+            return response.status_code, response.headers, body.content
 
     async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:
         """Run a ``watch`` generator with async I/O (the twin of ``LoadTestHook.drive``)."""

@@ -13,12 +13,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import requests
+import urllib3.exceptions
 from airflow.sdk import BaseHook
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api import endpoints
-from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
+from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions import report_pdf
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 log = logging.getLogger(__name__)
+_CHUNK_BYTES = 64 * 1024
 
 
 def _sleep(seconds: float) -> None:
@@ -63,6 +65,25 @@ def connection_never_opened(exc: requests.RequestException) -> bool:
         return False
     reason = getattr(exc.args[0], "reason", exc.args[0])
     return isinstance(reason, NewConnectionError)
+
+
+def _read_body(request: ApiRequest[Any], response: requests.Response, ends_at: float) -> bytes | None:
+    """The answer's bytes, or ``None`` when the whole-request deadline (monotonic ``ends_at``) passed.
+
+    Each read is bounded by the socket timeout; this bounds their sum, so a server sending one byte
+    per second cannot keep the call alive. Leaving ``with response`` closes the connection.
+    """
+    body = AnswerBody(request, response.status_code)
+    try:
+        while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=True):  # one socket read at most
+            body.add(chunk)
+            if time.monotonic() > ends_at:
+                return None
+    except ReadTimeoutError as exc:  # urllib3's own errors: say them as requests would
+        raise requests.ReadTimeout(exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise requests.ConnectionError(exc) from exc
+    return body.content
 
 
 def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
@@ -190,6 +211,8 @@ class LoadTestHook(BaseHook):
         tries = Attempts(request, self.retry_policy, self.log)
         delay: float | None
         while True:
+            budget = tries.budget(settings.read_timeout_s)
+            ends_at = time.monotonic() + budget
             try:
                 response = self.session.request(
                     request.method,
@@ -197,7 +220,9 @@ class LoadTestHook(BaseHook):
                     params=dict(request.params) or None,
                     json=request.json_body,
                     headers={"Accept": request.accept},
-                    timeout=(settings.connect_timeout_s, settings.read_timeout_s),
+                    timeout=(min(settings.connect_timeout_s, budget), budget),
+                    allow_redirects=False,  # a redirect would re-send a start to another host
+                    stream=True,  # read in chunks against the whole-request deadline and size bound
                 )
             except requests.RequestException as exc:
                 delay = tries.after_no_answer(
@@ -205,15 +230,25 @@ class LoadTestHook(BaseHook):
                     never_opened=connection_never_opened(exc),
                 )
             else:
-                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
-                if delay is None:
-                    return decode_answer(
-                        request,
-                        response.status_code,
-                        response.headers.get("Content-Type"),
-                        response.content,
-                        settings.api_key,
-                    )
+                with response:
+                    delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
+                    if delay is None:
+                        try:
+                            body = _read_body(request, response, ends_at)
+                        except requests.RequestException as exc:
+                            failure: str | None = describe_transport_failure(exc, settings.url(request.path))
+                        else:
+                            failure = None if body is not None else timed_out_detail(budget)
+                        if failure is None and body is not None:
+                            return decode_answer(
+                                request,
+                                response.status_code,
+                                response.headers.get("Content-Type"),
+                                body,
+                                settings.api_key,
+                                location=response.headers.get("Location"),
+                            )
+                        delay = tries.after_no_answer(failure or "", never_opened=False)
             _sleep(delay)
 
     def drive(self, steps: Generator[Any, Any, R], log: LoggerLike) -> R:

@@ -5,6 +5,7 @@ Shared by the sync hook and the async trigger client so both read a connection t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -133,6 +134,33 @@ def normalise_base_url(host: str | None, schema: str | None = None, port: int | 
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_api_key(key: str) -> str:
+    """Return ``key`` if it can travel in an HTTP header, else raise ``ValueError`` naming the
+    problem (never the key): a pasted key with a newline or a non-Latin-1 character would otherwise
+    fail deep in the HTTP client, or be retried and blamed on the service."""
+    if _CONTROL.search(key):
+        raise ValueError(
+            "the load-testing connection's API key contains a line break or another control character "
+            "(often a copy-paste accident): paste the key again in the connection's password field"
+        )
+    if key != key.strip():
+        raise ValueError(
+            "the load-testing connection's API key starts or ends with spaces: remove them in the "
+            "connection's password field"
+        )
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the load-testing connection's API key contains characters that cannot be sent in an HTTP "
+            "header (outside Latin-1): check that the password field holds the key itself"
+        ) from None
+    return key
+
+
 def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
     """Read a ``loadtest`` connection; a missing key is an error here rather than a 401 later."""
     if not conn.password:
@@ -145,7 +173,7 @@ def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
     ui_url = str(_extra(extras, "ui_url") or base_url + "/ui").rstrip("/")
     return ConnectionSettings(
         base_url=base_url,
-        api_key=conn.password,
+        api_key=check_api_key(conn.password),
         ui_url=ui_url,
         connect_timeout_s=_as_seconds(
             "connect_timeout", _extra(extras, "connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S

@@ -167,7 +167,7 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         report, bench_result_id = run_ids(
             self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
         )
-        assert report is not None
+        assert report is not None  # noqa: S101 - type narrowing: run_ids(need_report=True) raises
         return report, bench_result_id
 
 

@@ -314,7 +314,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             return validate_path_id("template_id", self.template_id)
         from airflow_provider_loadtest.decisions.templates import require_template
 
-        assert workspace_id is not None  # enforced in __init__
+        assert workspace_id is not None  # noqa: S101 - type narrowing, enforced in __init__
         template = require_template(
             self.hook.list_templates(workspace_id), workspace_id=workspace_id, name=self.template_name
         )

@@ -104,7 +104,7 @@ class FaultInjector:
     def __init__(self, rules: list[FaultSpec] | None = None, seed: int = 0) -> None:
         self._lock = threading.Lock()
         self._seed = seed
-        self._rng = random.Random(seed)
+        self._rng = random.Random(seed)  # noqa: S311 - seeded fault injection, reproducible, not crypto
         self._rules: list[tuple[FaultSpec, list[int | None]]] = []
         for rule in rules or []:
             self.add(rule)
@@ -117,7 +117,7 @@ class FaultInjector:
     def clear(self) -> None:
         with self._lock:
             self._rules.clear()
-            self._rng = random.Random(self._seed)
+            self._rng = random.Random(self._seed)  # noqa: S311 - seeded fault injection, not crypto
 
     @property
     def rules(self) -> list[FaultSpec]:

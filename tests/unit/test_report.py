@@ -529,7 +529,7 @@ def test_a_retry_after_a_save_failure_saves_without_a_second_start(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], tmp_path: Path
 ) -> None:
     _service(requests_mock, ["FINISHED"])
-    requests_mock.get(JUNIT_URL, [{"status_code": 500, "text": "boom"}, {"text": "<testsuites/>"}])
+    requests_mock.get(JUNIT_URL, [{"status_code": 409, "text": "boom"}, {"text": "<testsuites/>"}])
     store = FakeStateStore()
     target = tmp_path / "junit.xml"
     with pytest.raises(LoadTestApiError):

@@ -137,7 +137,7 @@ def test_unknown_state_is_not_terminal() -> None:
         ("WARNING", [WARNING], False),
         ("WARNING", [CRITICAL], False),
         ("WARNING", [PASSED], True),
-        ("WARNING", [{"id": "x", "severity": "SOMETHING_NEW"}], True),
+        ("WARNING", [{"id": "x", "severity": "SOMETHING_NEW"}], False),  # fails closed (issue 10)
     ],
 )
 def test_gate_after_the_run(gate: str | None, alarms: list[dict[str, Any]], passes: bool) -> None:
