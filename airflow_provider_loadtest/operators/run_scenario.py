@@ -22,7 +22,7 @@ from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTest
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.decisions.gate import Verdict
+    from airflow_provider_loadtest.decisions.gate import Baseline, Verdict
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
@@ -457,7 +457,9 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
             return None
 
-    def _gate_baseline(self, context: Context, wanted: str | None, run: StartedRun) -> tuple[Any, str | None]:
+    def _gate_baseline(
+        self, context: Context, wanted: str | None, run: StartedRun
+    ) -> tuple[Baseline | None, str | None]:
         """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
         in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
         from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline

@@ -127,6 +127,27 @@ def test_gate_fields_are_templated() -> None:
     assert {"metric_budgets", "baseline", "max_regression_pct"} <= set(RunScenarioOperator.template_fields)
 
 
+def test_summary_call_reads_numbers_aligned_and_missing_as_none() -> None:
+    from airflow_provider_loadtest.api.endpoints import decode_answer, summary_metric_values
+
+    request = summary_metric_values("br-1", [{"id": P95, "benchResultId": "br-1"}])
+    assert (request.method, request.path) == ("POST", "/analysis/metrics/summary")
+    assert request.json_body["@type"] == "SummaryReportItem"
+    assert request.may_resend(never_opened=False)  # a read despite the verb
+    assert decode_answer(request, 200, "application/json", b'[1, 2.5, null, "x", true]', None) == [
+        1.0,
+        2.5,
+        None,
+        None,
+        None,
+    ]
+    assert decode_answer(request, 200, "application/json", b"", None) == []
+    with pytest.raises(Exception, match="expected a list of numbers"):
+        decode_answer(request, 200, "application/json", b'{"values": []}', None)
+    with pytest.raises(ValueError, match="bench_result_id"):
+        summary_metric_values("../x", [])
+
+
 # --- the direction table --------------------------------------------------------------------------
 
 
