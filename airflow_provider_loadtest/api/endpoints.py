@@ -31,6 +31,7 @@ from airflow_provider_loadtest.models import (
     Progress,
     SampleType,
     Scenario,
+    SummaryReportItem,
     TaskStatusEnvelope,
     ThresholdAlarm,
     ThresholdAlarmReportItem,
@@ -371,6 +372,36 @@ def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm
         parse=lambda document: _parse_list(ThresholdAlarm)(document or []),
         empty_answer_note="no alarms",
     )
+
+
+def summary_metric_values(
+    bench_result_id: str, metrics: list[dict[str, Any]]
+) -> ApiRequest[list[float | None]]:
+    """``POST /analysis/metrics/summary`` with a ``SummaryReportItem``: one value per metric, in order.
+
+    A read despite the verb, so retried like one. An empty answer (values not computed yet) reads as
+    no values; a value that is not a number reads as missing rather than failing the whole call.
+    """
+    validate_path_id("bench_result_id", bench_result_id)
+    item = SummaryReportItem.from_api(
+        {"@type": "SummaryReportItem", "id": "", "name": "Quality gate", "metrics": metrics}
+    )
+    return ApiRequest(
+        operation="Read the summary metric values of run " + repr(bench_result_id),
+        method="POST",
+        path="/analysis/metrics/summary",
+        json_body=item.to_api(),
+        parse=_summary_values,
+        empty_answer_note="no values yet",
+    )
+
+
+def _summary_values(document: Any) -> list[float | None]:
+    if document is None:
+        return []
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of numbers, got {type(document).__name__}")
+    return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in document]
 
 
 def get_junit_report(bench_result_id: str) -> ApiRequest[str]:

@@ -359,6 +359,12 @@ class LoadTestHook(BaseHook):
         """The run's threshold alarms (PASSED, WARNING or CRITICAL)."""
         return self.call(endpoints.get_threshold_alarms(bench_result_id))
 
+    def get_summary_metric_values(
+        self, bench_result_id: str, metrics: list[dict[str, Any]]
+    ) -> list[float | None]:
+        """The run's summary value of each metric (``None`` where the service gave none), in order."""
+        return self.call(endpoints.summary_metric_values(bench_result_id, metrics))
+
     def get_junit_report(self, bench_result_id: str) -> str:
         """The run as JUnit XML."""
         return self.call(endpoints.get_junit_report(bench_result_id))

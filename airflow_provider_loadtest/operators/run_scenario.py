@@ -15,6 +15,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.compat import conf
+from airflow_provider_loadtest.decisions.gate import GateSpec
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
@@ -22,6 +23,7 @@ from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTest
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
+    from airflow_provider_loadtest.decisions.gate import Baseline, Verdict
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
@@ -68,6 +70,15 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     :param report_pdf_destination: save the report as a PDF here once the run ended (same kinds of
         destination); see ``DownloadReportOperator`` for doing it as a separate task.
     :param report_export_config: PDF page settings (keys of the service's ``ExportReportConfig``).
+    :param metric_budgets: the quality gate's budgets, ``{metric id: condition}`` such as
+        ``{"RESPONSE_TIME_PERCENTILE_95": "<= 800", "ERRORS_PERCENT": "< 1"}`` (operators ``<``, ``<=``,
+        ``>``, ``>=``; metric ids of the service's API, section 2.5). Checked once the run ended.
+    :param baseline: the run to compare against: ``None``, ``"previous"`` (the run of the latest
+        earlier DAG run of this task whose verdict passed, read from Airflow's XCom) or a bench
+        result id (e.g. ``"{{ var.value.loadtest_baseline }}"``).
+    :param max_regression_pct: ``{metric id: percent}``: how much worse than the baseline the run
+        may be; "worse" follows the metric (``decisions.gate.METRIC_DIRECTIONS``). No baseline yet
+        is not a failure: budgets only are checked.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Files are written atomically, before the task's verdict. When the run succeeded, a file that
@@ -77,7 +88,10 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     Returns a dict: ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
     ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and, once waited
     for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit`` and ``report_pdf``
-    (``{"path", "size"}``) for the files saved. On failure the same dict
+    (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated metric: ``metric``,
+    ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is set. With
+    ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict; Airflow
+    emits asset events only when the task succeeds. On failure the same dict
     is pushed as XCom ``return_value`` before the task fails, so the alarms stay visible.
     """
 
@@ -92,8 +106,16 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
+        "metric_budgets",
+        "baseline",
+        "max_regression_pct",
     )
-    template_fields_renderers = {"properties": "json", "report_export_config": "json"}
+    template_fields_renderers = {
+        "properties": "json",
+        "report_export_config": "json",
+        "metric_budgets": "json",
+        "max_regression_pct": "json",
+    }
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f4d35e"
 
@@ -117,6 +139,9 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         junit_destination: str | ObjectStoragePath | None = None,
         report_pdf_destination: str | ObjectStoragePath | None = None,
         report_export_config: Mapping[str, Any] | None = None,
+        metric_budgets: Mapping[str, str] | None = None,
+        baseline: str | None = None,
+        max_regression_pct: Mapping[str, float] | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -162,7 +187,13 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         self.restart_failed_runs = restart_failed_runs
         self.junit_destination = junit_destination
         self.report_pdf_destination = report_pdf_destination
+        GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
+        if not wait_for_completion and (metric_budgets or max_regression_pct):
+            raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
         self.report_export_config = report_export_config
+        self.metric_budgets = metric_budgets
+        self.baseline = baseline
+        self.max_regression_pct = max_regression_pct
         self.loadtest_conn_id = loadtest_conn_id
         self._active_run: StartedRun | None = None
 
@@ -170,6 +201,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._check_file_settings()
+        self._gate_spec()
         run, earlier_state = self._attach_or_start(context)
         if not self.wait_for_completion:
             self._forget_run(context)
@@ -294,6 +326,13 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             settings=self.hook.settings,
             started_at=time.time(),
         )
+        spec = self._gate_spec()
+        if spec.active:
+            from dataclasses import replace
+
+            from airflow_provider_loadtest.decisions.gate import report_metrics
+
+            run = replace(run, summary_metrics=report_metrics(report.items, spec.metric_ids))
         self.log.info(
             "Started a load test of scenario %r: run %s, report %s%s",
             scenario_id,
@@ -373,19 +412,111 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
         result = {**run.to_xcom(), **outcome.summary()}
+        result.pop("summary_metrics", None)
+        verdict = self._check_gate(context, run, outcome)
+        if verdict is not None:
+            result["gate"] = [row.to_xcom() for row in verdict.rows]
         result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
+        passed = outcome.succeeded and (verdict is None or verdict.passed)
+        self._describe_outlet_events(context, result, passed, verdict)
         self._forget_run(context)
         self._active_run = None
-        if outcome.succeeded:
+        ti = context.get("ti") if hasattr(context, "get") else None
+        if passed:
+            if verdict is not None and ti is not None:
+                from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, Baseline
+
+                ti.xcom_push(
+                    key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
+                )
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
-        from airflow.sdk.exceptions import AirflowException
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-        ti = context.get("ti") if hasattr(context, "get") else None
         if ti is not None:
             ti.xcom_push(key="return_value", value=result)
         report = f" Report: {run.report_url}" if run.report_url else ""
-        raise AirflowException(f"{outcome.message}.{report}")
+        if not outcome.succeeded or verdict is None:
+            raise AirflowException(f"{outcome.message}.{report}")
+        # The run FINISHED and its values are what they are: a retry would reach the same verdict.
+        raise AirflowFailException(f"{verdict.message()}.{report}")
+
+    # --- the quality gate ----------------------------------------------------------------------
+
+    def _gate_spec(self) -> GateSpec:
+        """The rendered gate settings, checked before the run starts (templates render late)."""
+        try:
+            return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
+        except ValueError as exc:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException(str(exc)) from exc
+
+    def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
+        """Fetch the values and judge them, once the run ended. After a failed run this is best
+        effort (the task fails for the run's own reason); after a FINISHED one a failed fetch fails
+        the task before the run record is forgotten, so a retry re-attaches and judges again."""
+        spec = self._gate_spec()
+        if not spec.active or not is_terminal(outcome.state):
+            return None
+        from airflow_provider_loadtest.decisions.gate import evaluate
+
+        baseline, note = self._gate_baseline(context, spec.baseline, run)
+        steps = evaluate(
+            spec,
+            run.bench_result_id,
+            known_metrics=run.summary_metrics or {},
+            baseline=baseline,
+            baseline_note=note,
+        )
+        try:
+            return self.hook.drive(steps, self.log)
+        except Exception as exc:
+            if outcome.succeeded:
+                raise
+            self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
+            return None
+
+    def _gate_baseline(
+        self, context: Context, wanted: str | None, run: StartedRun
+    ) -> tuple[Baseline | None, str | None]:
+        """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
+        in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
+        from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline
+
+        if wanted is None:
+            return None, None
+        if wanted != PREVIOUS:
+            return Baseline(wanted, {}), None
+        ti = context.get("ti") if hasattr(context, "get") else None
+        if ti is None:
+            return None, "no task instance to read earlier runs from"
+        found = Baseline.from_xcom(
+            ti.xcom_pull(
+                task_ids=self.task_id,
+                key=BASELINE_XCOM_KEY,
+                include_prior_dates=True,
+                map_indexes=getattr(ti, "map_index", -1),
+            )
+        )
+        if found is None or found.bench_result_id == run.bench_result_id:
+            return None, "no baseline yet (no earlier run of this task passed)"
+        return found, None
+
+    def _describe_outlet_events(
+        self, context: Context, result: dict[str, Any], passed: bool, verdict: Verdict | None
+    ) -> None:
+        """Put the run and its verdict in the ``extra`` of each outlet asset's event (Airflow emits
+        the events only if the task succeeds)."""
+        outlets = list(getattr(self, "outlets", None) or ())
+        events = context.get("outlet_events") if outlets and hasattr(context, "get") else None
+        if events is None:
+            return
+        from airflow_provider_loadtest.decisions.gate import asset_extra
+
+        extra = asset_extra(result, passed=passed, verdict=verdict)
+        for asset in outlets:
+            events[asset].extra.update(extra)
 
     def _check_file_settings(self) -> None:
         """Refuse a bad destination or export setting now, not after a two-hour load test."""

@@ -168,6 +168,9 @@ def test_templated_fields() -> None:
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
+        "metric_budgets",
+        "baseline",
+        "max_regression_pct",
     }
 
 
