@@ -232,7 +232,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         run = StartedRun.from_xcom(event["run"])
         LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
         if event.get("status") != "done":
-            from airflow.sdk.exceptions import AirflowException
+            from airflow_provider_loadtest.compat import AirflowException
 
             raise AirflowException(
                 f"Watching run {run.bench_result_id} failed in the triggerer: {event.get('message')}"
@@ -431,7 +431,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
                 )
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         if ti is not None:
             ti.xcom_push(key="return_value", value=result)
@@ -448,7 +448,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         try:
             return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
         except ValueError as exc:
-            from airflow.sdk.exceptions import AirflowFailException
+            from airflow_provider_loadtest.compat import AirflowFailException
 
             raise AirflowFailException(str(exc)) from exc
 
