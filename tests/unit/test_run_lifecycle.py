@@ -10,7 +10,7 @@ from unittest import mock
 
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import AirflowException, TaskDeferred
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY
@@ -27,15 +27,28 @@ PROGRESS_URL = f"{BASE_URL}/runtime/bench-results/progress/br-1"
 
 
 class FakeStateStore:
-    """Airflow 3.3's task_state_store: survives retries of the same task instance."""
+    """Airflow 3.3's task_state_store: survives retries (and clears) of the same task instance.
 
-    def __init__(self, data: dict[str, Any] | None = None) -> None:
+    ``fail_get`` makes every read raise; ``fail_sets`` lists which writes (1 = the first) raise.
+    """
+
+    def __init__(
+        self, data: dict[str, Any] | None = None, *, fail_get: bool = False, fail_sets: tuple[int, ...] = ()
+    ) -> None:
         self.data = dict(data or {})
+        self.fail_get = fail_get
+        self.fail_sets = fail_sets
+        self.sets = 0
 
     def get(self, key: str, default: Any = None) -> Any:
+        if self.fail_get:
+            raise RuntimeError("state store: API server answered 503")
         return self.data.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        self.sets += 1
+        if self.sets in self.fail_sets:
+            raise RuntimeError("state store: API server answered 503")
         json.dumps(value)  # must be JSON-safe
         self.data[key] = value
 
@@ -53,8 +66,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def _context(store: FakeStateStore | None = None) -> dict[str, Any]:
-    context: dict[str, Any] = {"ti": mock.MagicMock(name="ti", start_date=None)}
+def _context(
+    store: FakeStateStore | None = None, *, max_tries: int = 0, try_number: int = 1
+) -> dict[str, Any]:
+    ti = mock.MagicMock(name="ti", start_date=None, max_tries=max_tries, try_number=try_number)
+    context: dict[str, Any] = {"ti": ti}
     if store is not None:
         context["task_state_store"] = store
     return context
@@ -95,7 +111,7 @@ def test_waits_and_returns_state_duration_alarms_metrics(
     assert result["alarms"] == [{"id": "a", "severity": "PASSED"}]
     assert result["metrics"] == {"Hits": {"value": 9, "unit": ""}}
     assert result["bench_result_id"] == "br-1"
-    assert RUN_RECORD_KEY not in store.data  # a verdict was reached: nothing left to re-attach to
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"  # kept: a retry takes it
     assert _posts(requests_mock, RUN_URL) == 1
 
 
@@ -172,8 +188,11 @@ def test_execution_timeout_interrupting_the_wait_stops_the_run(
 
     monkeypatch.setattr(hook_module, "_sleep", interrupted)
     with pytest.raises(AirflowTaskTimeout):
-        _op().execute(_context())  # type: ignore[arg-type]
+        _op().execute(_context(FakeStateStore()))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 1
+    with pytest.raises(AirflowFailException, match="would start a second load test"):
+        _op().execute(_context())  # no state store: the retry could not find the stopped run
+    assert _posts(requests_mock, STOP_URL) == 2
 
 
 def test_api_outage_while_polling_leaves_the_run_for_a_retry(
@@ -187,7 +206,7 @@ def test_api_outage_while_polling_leaves_the_run_for_a_retry(
     with pytest.raises(AirflowException, match="HTTP 500"):
         _op().execute(_context(store))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 0
-    assert store.data[RUN_RECORD_KEY]["bench_result_id"] == "br-1"
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
 
 
 def test_on_kill_stops_the_active_run(
@@ -243,7 +262,7 @@ def test_retry_after_failed_run_starts_a_new_one(
 ) -> None:
     _service(requests_mock, ["ERROR", "RUNNING", "FINISHED"])
     store = FakeStateStore({RUN_RECORD_KEY: _saved_record()})
-    assert _op().execute(_context(store))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert _op(restart_failed_runs=True).execute(_context(store))["state"] == "FINISHED"  # type: ignore[arg-type]
     assert _posts(requests_mock, RUN_URL) == 1
 
 
@@ -263,7 +282,7 @@ def test_run_is_recorded_before_waiting(
     store = FakeStateStore()
     with pytest.raises(TaskDeferred):
         _op(deferrable=True).execute(_context(store))  # type: ignore[arg-type]
-    assert store.data[RUN_RECORD_KEY]["bench_result_id"] == "br-1"
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
 
 
 def test_deferrable_defers_with_json_safe_trigger_and_link_already_published(
@@ -324,13 +343,13 @@ def test_execute_complete_success_and_failure(loadtest_conn: str) -> None:
         _context(store), {"status": "done", "run": _saved_record(), "outcome": _outcome()}
     )  # type: ignore[arg-type]
     assert result["state"] == "FINISHED" and result["duration_s"] == 12.5
-    assert RUN_RECORD_KEY not in store.data
+    assert store.data[RUN_RECORD_KEY] == _saved_record()  # kept: a retry takes this verdict
     failed = _outcome(
         state="ERROR", reason="ended", succeeded=False, message="Run br-1 failed in the service (state ERROR)"
     )
     with pytest.raises(AirflowException, match=r"state ERROR\)\. Report: https://"):
         op.execute_complete(_context(), {"status": "done", "run": _saved_record(), "outcome": failed})  # type: ignore[arg-type]
-    with pytest.raises(AirflowException, match="failed in the triggerer: LoadTestApiError: boom"):
+    with pytest.raises(AirflowException, match="in the triggerer failed: LoadTestApiError: boom"):
         op.execute_complete(
             _context(), {"status": "error", "run": _saved_record(), "message": "LoadTestApiError: boom"}
         )  # type: ignore[arg-type]
