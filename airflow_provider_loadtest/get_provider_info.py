@@ -49,6 +49,12 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_loadtest.sensors.template"],
             }
         ],
+        "triggers": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_provider_loadtest.triggers.run"],
+            }
+        ],
         "extra-links": ["airflow_provider_loadtest.links.report.LoadTestReportLink"],
         "connection-types": [
             {
@@ -64,14 +70,23 @@ def get_provider_info() -> dict[str, Any]:
                     "connect_timeout": {
                         "label": "Connect timeout (s)",
                         "schema": {"type": ["number", "null"], "default": 10},
+                        "description": "Seconds to wait for the service to accept a connection.",
                     },
                     "read_timeout": {
                         "label": "Read timeout (s)",
                         "schema": {"type": ["number", "null"], "default": 60},
+                        "description": "Seconds to wait for an answer once a request is sent.",
                     },
                     "verify_ssl": {
                         "label": "Verify TLS certificates",
                         "schema": {"type": ["boolean", "null"], "default": True},
+                        "description": "Check the service's certificate (turn off only for a test server).",
+                    },
+                    "ca_bundle": {
+                        "label": "CA bundle path",
+                        "schema": {"type": ["string", "null"]},
+                        "description": "Optional: absolute path of a PEM file of CAs to trust instead of the "
+                        "system's (an on-premise service with a private CA).",
                     },
                 },
                 "ui-field-behaviour": {

@@ -23,13 +23,11 @@ triggerer, scheduler or executor, so a real deployment adds their pick-up delays
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
@@ -72,20 +70,12 @@ def finished_at(run: Run) -> float:
 
 
 def task_end(result: DagRunResult) -> tuple[str, float]:
-    """State and end_date (epoch seconds) of the task in the latest run of the DAG."""
-    with sqlite3.connect(result.home / "airflow.db") as db:
-        rows = db.execute(
-            "SELECT state, end_date FROM task_instance WHERE dag_id = ? AND task_id = ? AND run_id = "
-            "(SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1)",
-            (DAG_ID, TASK_ID, DAG_ID),
-        ).fetchall()
-    if len(rows) != 1 or rows[0][1] is None:
-        raise RuntimeError(f"expected one finished task instance of {TASK_ID}, found {rows}")
-    state, end_date = rows[0]
-    end = datetime.fromisoformat(str(end_date))
-    if end.tzinfo is None:  # Airflow stores UTC
-        end = end.replace(tzinfo=UTC)
-    return str(state), end.timestamp()
+    """State and end (epoch seconds) of the task in the run, from the run's summary (``dag.test()``)."""
+    state = result.task_states(DAG_ID)[TASK_ID][0]
+    end = result.task_end(DAG_ID, TASK_ID)
+    if end is None:
+        raise RuntimeError(f"task {TASK_ID} never ended (state {state})")
+    return state, end.timestamp()
 
 
 def measure_once(

@@ -1,7 +1,8 @@
 """Run DAGs in a throwaway local Airflow (``airflow dags test``) and read back what happened.
 
-Used by ``make demo`` and the end-to-end tests, and handy in your own DAG tests: a real scheduler loop,
-task runner and triggerer, each run in a subprocess, with results read from the metadata database.
+Used by ``make demo``, the end-to-end tests and the benchmarks: a real scheduler loop, task runner and
+triggerer, each run in a subprocess (``devtools/dag_test.py``: ``dag.test()``, as ``airflow dags test``
+does), with results read from the DagRun that ``dag.test()`` returns, never from Airflow's tables.
 Imports nothing heavy: Airflow runs in the subprocesses.
 """
 
@@ -10,56 +11,52 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+DAG_TEST = str(Path(__file__).with_name("dag_test.py"))
 
 
 @dataclass
 class DagRunResult:
-    """What ``airflow dags test`` did: its exit code and output, and the database to query."""
+    """What a DAG test run did: exit code, output, and the run's summary (see ``dag_test.py``)."""
 
     returncode: int
     output: str
     seconds: float
     home: Path
+    summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
         return self.returncode == 0
 
-    def _query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            return db.execute(sql, args).fetchall()
+    def _tasks(self, dag_id: str) -> dict[str, Any]:
+        if self.summary.get("dag_id") != dag_id:
+            raise KeyError(f"this result is a run of {self.summary.get('dag_id')!r}, not {dag_id!r}")
+        tasks: dict[str, Any] = self.summary["tasks"]
+        return tasks
 
     def task_states(self, dag_id: str) -> dict[str, tuple[str, int]]:
-        """task_id -> (state, try_number) of the latest run of ``dag_id``."""
-        rows = self._query(
-            "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = "
-            "(SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1)",
-            dag_id,
-            dag_id,
-        )
-        return {task: (state, tries) for task, state, tries in rows}
+        """task_id -> (state, try_number) in this run of ``dag_id``."""
+        return {task: (ti["state"], ti["try_number"]) for task, ti in self._tasks(dag_id).items()}
+
+    def task_end(self, dag_id: str, task_id: str) -> datetime | None:
+        """When the task instance ended (timezone-aware), or None if it never did."""
+        end = self._tasks(dag_id)[task_id]["end_date"]
+        return None if end is None else datetime.fromisoformat(end)
 
     def xcom(self, dag_id: str, task_id: str, key: str = "return_value") -> Any:
-        rows = self._query(
-            "SELECT value FROM xcom WHERE dag_id = ? AND task_id = ? AND key = ? "
-            "ORDER BY dag_run_id DESC LIMIT 1",
-            dag_id,
-            task_id,
-            key,
-        )
-        if not rows:
-            return None
-        value = rows[0][0]
-        return json.loads(value) if isinstance(value, (str, bytes)) else value
+        """The XCom ``key`` the task pushed in this run, or None."""
+        ti = self._tasks(dag_id).get(task_id)
+        return None if ti is None else ti["xcom"].get(key)
 
 
 class AirflowHome:
@@ -104,10 +101,14 @@ class AirflowHome:
         )
 
     def dags_test(self, dag_id: str, extra: dict[str, str], timeout: float = 300) -> DagRunResult:
-        """``airflow dags test dag_id`` with ``extra`` environment (connections, variables)."""
-        started = time.monotonic()
-        done = self._run([AIRFLOW, "dags", "test", dag_id], extra, timeout)
-        return DagRunResult(done.returncode, done.stdout + done.stderr, time.monotonic() - started, self.path)
+        """``airflow dags test dag_id`` (as ``dag.test()``) with ``extra`` environment (connections, ...)."""
+        with tempfile.TemporaryDirectory(prefix="loadtest-dag-test-") as scratch:
+            summary_path = Path(scratch) / "summary.json"
+            started = time.monotonic()
+            done = self._run([sys.executable, DAG_TEST, dag_id, str(summary_path)], extra, timeout)
+            seconds = time.monotonic() - started
+            summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        return DagRunResult(done.returncode, done.stdout + done.stderr, seconds, self.path, summary)
 
 
 def connection_env(url: str, api_key: str) -> dict[str, str]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 _HOME = tempfile.mkdtemp(prefix="loadtest-tests-airflow-")
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # nothing of ours is left in the temp dir
 os.environ["AIRFLOW_HOME"] = _HOME
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")

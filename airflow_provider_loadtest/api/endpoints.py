@@ -13,24 +13,29 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from typing import Any, Generic, Literal, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pydantic import TypeAdapter
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.models import (
+    AnyReportTemplate,
     BenchReport,
     BenchResult,
+    DesignProject,
     ExportReportConfig,
     GlobalMetrics,
+    MetricType,
     PrintReportTask,
     Progress,
-    ReportTemplate,
+    SampleType,
+    Scenario,
     TaskStatusEnvelope,
     ThresholdAlarm,
     ThresholdAlarmReportItem,
     Workspace,
+    parse_template_list,
 )
 
 T = TypeVar("T")
@@ -62,6 +67,9 @@ class ApiRequest(Generic[T]):
     empty_answer_note: str = ""
     #: What the answer may be: JSON for the API's documents, anything for a downloaded file.
     accept: str = "application/json"
+    #: Epoch seconds past which no retry is sent and no back-off waits (the watch deadline); set by
+    #: ``decisions.watch`` with ``dataclasses.replace``. ``None``: only the connection's bounds apply.
+    deadline: float | None = None
 
     def may_resend(self, *, never_opened: bool) -> bool:
         """Whether a failed try may be sent again: always for safe calls, and for costly ones only
@@ -100,10 +108,65 @@ def _status_detail(status: int, service_text: str) -> str:
     return said.strip()
 
 
+#: The largest answer read into memory (JSON documents, text): a service or proxy gone wrong must not
+#: take the worker's memory with it. Downloads (``answer="bytes"``) are files and are not capped here.
+MAX_ANSWER_BYTES = 32 * 2**20
+
+
+class AnswerBody:
+    """The bytes of one answer as the transport reads them, refused once over ``MAX_ANSWER_BYTES``.
+
+    Both transports read answers in chunks through this, so an oversized answer stops early (the
+    connection is then closed) instead of being read whole.
+    """
+
+    def __init__(self, request: ApiRequest[Any], status: int, limit: int | None = None) -> None:
+        self.request = request
+        self.status = status
+        self.limit = None if request.answer == "bytes" else (limit or MAX_ANSWER_BYTES)
+        self.size = 0
+        self._chunks: list[bytes] = []
+
+    def add(self, chunk: bytes) -> None:
+        """Take one chunk; raises the call's error when the answer grows past the limit."""
+        self.size += len(chunk)
+        if self.limit is not None and self.size > self.limit:
+            raise self.request.error(
+                self.status,
+                f"the answer is larger than {self.limit} bytes, more than any answer of this call; "
+                "it was not read further (is the host the API base URL?)",
+            )
+        self._chunks.append(chunk)
+
+    @property
+    def content(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+def timed_out_detail(budget_s: float) -> str:
+    """The failure text for a try cut by its total deadline (a server or proxy trickling bytes)."""
+    return f"no complete answer within {budget_s:.1f} s (the whole-request bound)"
+
+
+def _redirect_detail(status: int, location: str | None) -> str:
+    host = urlsplit(location or "").hostname or "(no Location)"
+    return (
+        f"the service answered with a redirect to host {host!r}; API calls do not follow redirects "
+        "(set the connection's host to the API base URL the redirect points at, if you trust it)"
+    )
+
+
 def decode_answer(
-    request: ApiRequest[T], status: int, content_type: str | None, body: bytes, secret: str | None
+    request: ApiRequest[T],
+    status: int,
+    content_type: str | None,
+    body: bytes,
+    secret: str | None,
+    location: str | None = None,
 ) -> T:
     """Turn an HTTP answer into ``T``, or raise the package's error saying what went wrong."""
+    if 300 <= status < 400:
+        raise request.error(status, _redirect_detail(status, location))
     if status >= 400:
         text = trim_service_text(body.decode("utf-8", "replace"), secret)
         raise request.error(status, _status_detail(status, text))
@@ -123,6 +186,8 @@ def decode_answer(
         )
     try:
         document = json.loads(body)
+    except RecursionError:
+        raise request.error(status, "the answer is JSON nested too deeply to read") from None
     except ValueError:
         kind = (content_type or "unknown content type").split(";")[0]
         snippet = trim_service_text(body.decode("utf-8", "replace"), secret, limit=200)
@@ -131,6 +196,8 @@ def decode_answer(
         ) from None
     try:
         return request.parse(document)
+    except RecursionError:
+        raise request.error(status, "the answer is JSON nested too deeply to read") from None
     except ValueError as exc:  # pydantic's ValidationError is one
         raise request.error(
             status, f"the answer does not have the expected shape: {trim_service_text(str(exc), secret)}"
@@ -146,10 +213,6 @@ def _parse_list(kind: Any) -> Callable[[Any], Any]:
     return lambda document: _adapter(list[kind]).validate_python(document)
 
 
-def _ignore(_: Any) -> None:
-    return None
-
-
 # --- runtime ------------------------------------------------------------------------------------
 
 
@@ -159,11 +222,18 @@ def run_scenario(
     template_id: str | None = None,
     name: str | None = None,
     properties: Mapping[str, str] | None = None,
+    subscription_id: str | None = None,
 ) -> ApiRequest[BenchReport]:
-    """``POST /runtime/scenarios/run/{scenarioId}``: start a load test (costly: never sent twice blindly)."""
+    """``POST /runtime/scenarios/run/{scenarioId}``: start a load test (costly: never sent twice blindly).
+
+    ``subscription_id`` (query ``subscriptionId``, seen in users' scripts) picks the subscription that
+    pays for the run, for accounts with several.
+    """
     params: dict[str, str] = {}
     if template_id is not None:
         params["templateId"] = validate_path_id("template_id", template_id)
+    if subscription_id is not None:
+        params["subscriptionId"] = validate_path_id("subscription_id", subscription_id)
     if name:
         params["name"] = name
     return ApiRequest(
@@ -197,28 +267,68 @@ def get_progress(bench_result_id: str) -> ApiRequest[Progress]:
     )
 
 
-def stop_run(bench_result_id: str) -> ApiRequest[None]:
-    """``POST /runtime/bench-results/stop/{id}``: abort a run (idempotent, so retried like a read)."""
+def stop_run(bench_result_id: str) -> ApiRequest[BenchResult | None]:
+    """``POST /runtime/bench-results/stop/{id}``: abort a run (idempotent, so retried like a read).
+
+    Answers the run's BenchResult (the Maven plugin reads it so). The stop is what matters: an answer
+    that is empty or not a BenchResult still means the service accepted it, and reads as ``None``.
+    """
     return ApiRequest(
         operation="Stop run " + repr(bench_result_id),
         method="POST",
         path=f"/runtime/bench-results/stop/{_segment('bench_result_id', bench_result_id)}",
-        parse=_ignore,
-        answer="none",
+        parse=_optional_bench_result,
+        answer="bytes",
     )
+
+
+def _optional_bench_result(body: bytes) -> BenchResult | None:
+    try:
+        document = json.loads(body)
+        return BenchResult.from_api(document) if isinstance(document, dict) else None
+    except (ValueError, RecursionError):  # not JSON, or not a BenchResult: the stop was accepted all the same
+        return None
+
+
+def _read_one(
+    what: str, collection: str, parameter: str, value: str, parse: Callable[[Any], T]
+) -> ApiRequest[T]:
+    """``GET {collection}/{id}``: one document of the service, read by its id."""
+    return ApiRequest(
+        operation=f"Read {what} {value!r}",
+        method="GET",
+        path=f"{collection}/{_segment(parameter, value)}",
+        parse=parse,
+    )
+
+
+def get_scenario(scenario_id: str) -> ApiRequest[Scenario]:
+    """``GET /runtime/scenarios/{id}``: the scenario, whose ``projectId`` leads to its workspace."""
+    return _read_one("scenario", "/runtime/scenarios", "scenario_id", scenario_id, Scenario.from_api)
+
+
+def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
+    """``GET /design/projects/{id}``: a design project, which names its ``workspaceId``."""
+    return _read_one("design project", "/design/projects", "project_id", project_id, DesignProject.from_api)
 
 
 # --- analysis -----------------------------------------------------------------------------------
 
 
-def list_templates(workspace_id: str) -> ApiRequest[list[ReportTemplate]]:
-    """``GET /analysis/bench-report-templates/by-workspace/{workspaceId}``."""
+def list_templates(workspace_id: str) -> ApiRequest[list[AnyReportTemplate]]:
+    """``GET /analysis/bench-report-templates/by-workspace/{workspaceId}``; a template that does not
+    match the models is kept as an opaque one (id and name), never failing the whole list."""
     return ApiRequest(
         operation="List the report templates of workspace " + repr(workspace_id),
         method="GET",
         path=f"/analysis/bench-report-templates/by-workspace/{_segment('workspace_id', workspace_id)}",
-        parse=_parse_list(ReportTemplate),
+        parse=parse_template_list,
     )
+
+
+def get_bench_report(report_id: str) -> ApiRequest[BenchReport]:
+    """``GET /analysis/bench-reports/{id}``: a report, whose first ``benchResultIds`` entry is its run."""
+    return _read_one("report", "/analysis/bench-reports", "report_id", report_id, BenchReport.from_api)
 
 
 def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
@@ -233,10 +343,25 @@ def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
 
 
 def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm]]:
-    """``POST /analysis/threshold-alarms``: a read despite the verb, so retried like one."""
+    """``POST /analysis/threshold-alarms``: a read despite the verb, so retried like one.
+
+    The body is the one the official Maven plugin sends: an item with a ``name`` and a metric carrying
+    its own ``@type``, ``type``, ``filters`` and ``id`` besides the run's id (a Jackson server needs the
+    metric's ``@type`` to pick its class).
+    """
     validate_path_id("bench_result_id", bench_result_id)
     item = ThresholdAlarmReportItem.from_api(
-        {"@type": "ThresholdAlarmReportItem", "metric": {"benchResultId": bench_result_id}}
+        {
+            "@type": "ThresholdAlarmReportItem",
+            "metric": {
+                "@type": MetricType.MONITORING_METRIC,
+                "benchResultId": bench_result_id,
+                "filters": [],
+                "id": "",
+                "type": SampleType.NUMBER_COUNTER,
+            },
+            "name": "",
+        }
     )
     return ApiRequest(
         operation="Read the threshold alarms of run " + repr(bench_result_id),
@@ -256,6 +381,8 @@ def get_junit_report(bench_result_id: str) -> ApiRequest[str]:
         path=f"/analysis/junit-reports/{_segment('bench_result_id', bench_result_id)}",
         parse=str,
         answer="text",
+        # XML, not JSON: a server that honours Accept answers 406 to "application/json" here.
+        accept="application/xml, text/xml, */*",
     )
 
 

@@ -6,16 +6,29 @@ user needs to act (which call, which status, what the service said) and never th
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote, quote_plus
+
 from airflow.sdk.exceptions import AirflowException
 
 _MAX_MESSAGE_CHARS = 500
 
 
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` blanked out, also percent-encoded (as a service or proxy echoing a
+    URL or form would write it), in any case of the hex digits."""
+    if not secret:
+        return text
+    forms = {secret, quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    pattern = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+    return re.sub(pattern, "***", text, flags=re.IGNORECASE)
+
+
 def trim_service_text(text: str, secret: str | None = None, limit: int = _MAX_MESSAGE_CHARS) -> str:
-    """Shorten a response body for a message, and blank out ``secret`` should the service echo it."""
-    cleaned = " ".join(text.split())
-    if secret:
-        cleaned = cleaned.replace(secret, "***")
+    """Shorten a response body for a message, and blank out ``secret`` should the service echo it.
+
+    The key is blanked out before anything is cut, so a cut never leaves part of it."""
+    cleaned = " ".join(redact(text, secret).split())
     if len(cleaned) > limit:
         cleaned = cleaned[:limit] + f"... [{len(cleaned) - limit} more characters]"
     return cleaned

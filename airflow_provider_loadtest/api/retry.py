@@ -6,7 +6,9 @@ Pure arithmetic shared by the sync hook and the async trigger client, so both ba
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -14,7 +16,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from airflow_provider_loadtest.api.endpoints import ApiRequest
 
-RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+#: Answers worth asking again (reads only: a start is never resent once it may have reached the service).
+#: 500 is here because the service answers it for passing faults (a database hiccup) as well.
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def _now() -> float:
+    """Epoch seconds; an indirection so tests can move the clock of every call's tries."""
+    return time.time()
+
+
+#: The least time one try of a call gets even at its deadline, so a last poll can still read the state.
+MIN_TRY_S = 1.0
 
 
 class LoggerLike(Protocol):
@@ -137,6 +150,25 @@ class Attempts:
     log: LoggerLike
     attempt: int = 1
     waited_s: float = 0.0
+    #: Epoch clock the request's ``deadline`` is measured on (tests plug in a fake one).
+    now: Callable[[], float] = field(default=lambda: _now())  # noqa: PLW0108 - late: tests patch _now
+
+    def budget(self, cap_s: float) -> float:
+        """Seconds this try may take in all (connect, send, every read), or raises the call's error.
+
+        ``cap_s`` (the connection's read timeout) caps one try; the request's ``deadline`` (the watch
+        deadline) caps it further. A first try always gets ``MIN_TRY_S`` so a last poll can still read
+        the state; a retry that would start past the deadline is not sent.
+        """
+        deadline = self.request.deadline
+        if deadline is None:
+            return cap_s
+        left = deadline - self.now()
+        if left <= 0 and self.attempt > 1:
+            raise self.request.error(
+                None, f"the task's deadline passed before try {self.attempt} could be sent"
+            ) from None
+        return min(cap_s, max(left, MIN_TRY_S))
 
     def after_no_answer(self, failure: str, *, never_opened: bool) -> float:
         """Seconds to wait after a try that got no HTTP answer; raises the call's error on giving up.
@@ -164,6 +196,10 @@ class Attempts:
         return None if delay is None else self._again(f"HTTP {status}", delay)
 
     def _again(self, failure: str, delay: float) -> float:
+        deadline = self.request.deadline
+        if deadline is not None:
+            # Never back off past the watch deadline: wait until it at most, then ``budget`` refuses.
+            delay = max(0.0, min(delay, deadline - self.now()))
         log_retry(
             self.log, self.request, failure=failure, delay=delay, attempt=self.attempt, policy=self.policy
         )

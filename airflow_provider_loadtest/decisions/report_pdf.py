@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_loadtest.api import endpoints
-from airflow_provider_loadtest.api.errors import trim_service_text
+from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.models import (
@@ -23,6 +23,7 @@ from airflow_provider_loadtest.models import (
     TaskStatus,
     TaskStatusEnvelope,
     UnknownTaskResult,
+    require_known_values,
 )
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 #: Every PDF file starts with these bytes; an HTML error page or a JSON document does not.
 PDF_MAGIC = b"%PDF-"
 DEFAULT_PDF_TIMEOUT_S = 600.0
+#: How much of a non-PDF answer is read to quote its start (key redacted first, then cut to 60).
+_SHOWN_WINDOW_BYTES = 4096
 DEFAULT_PDF_POLL_INTERVAL_S = 5.0
 #: How much of a failed task's message goes into the error: its first lines, not a Java stack trace.
 _FAILURE_LINES = 3
@@ -45,7 +48,8 @@ def export_config(value: ExportReportConfig | Mapping[str, Any] | None) -> Expor
     """The typed export settings from a model or from plain (templated) DAG data.
 
     Plain data may use the service's names (``pageFormat``) or Python ones (``page_format``), with or
-    without ``@type``; unknown keys are refused here rather than silently ignored by the service.
+    without ``@type``; unknown keys, and values outside a closed set (``pageFormat: "A7"``), are refused
+    here, listing what is allowed, rather than sent to the service after the load test ran.
     """
     if value is None or isinstance(value, ExportReportConfig):
         return value
@@ -58,6 +62,7 @@ def export_config(value: ExportReportConfig | Mapping[str, Any] | None) -> Expor
             f"export_config has unknown settings {sorted(config.model_extra)}; known: "
             + ", ".join(sorted(name for name in ExportReportConfig.model_fields if name != "kind"))
         )
+    require_known_values(config, "export_config")
     return config
 
 
@@ -74,15 +79,22 @@ def export_report_pdf(
     """Print report ``report_id`` and return the PDF's bytes.
 
     The print task needs the report id; the file it produces is stored with the run, so downloading
-    it needs the run's ``bench_result_id``. Raises ``LoadTestApiError`` when the task fails (with the
-    service's message, trimmed), does not finish within ``timeout_s``, or yields something that is not
-    a PDF. ``secret`` (the API key) is blanked out of any service text quoted in an error.
+    it needs the run's ``bench_result_id``. The task is done when its result is a non-empty terminal
+    answer: the legacy ``PrintReportTaskResult`` or a status envelope saying it succeeded. When that
+    answer names no file (the envelope does not), the PDF is found in the run's file list as the
+    Maven plugin does: the PDF that was not there before the task started, else the only one.
+
+    Raises ``LoadTestApiError`` when the task fails (with the service's message, trimmed), does not
+    finish within ``timeout_s``, leaves no single PDF to take, or yields something that is not a PDF.
+    ``secret`` (the API key) is blanked out of any service text quoted in an error.
     """
-    validate_path_id("bench_result_id", bench_result_id)  # only used at the end: check it before any call
+    validate_path_id("report_id", report_id)  # both checked before any call
+    validate_path_id("bench_result_id", bench_result_id)
     if timeout_s <= 0 or poll_interval_s <= 0:
         raise ValueError("timeout_s and poll_interval_s must be positive")
     now = now or _monotonic
     began = now()
+    pdfs_before = yield from _pdfs_before(bench_result_id)
     start = endpoints.start_print_task(report_id, config)
     task_id = yield start
     try:
@@ -96,8 +108,8 @@ def export_report_pdf(
     while True:
         poll = endpoints.get_print_task_result(task_id)
         envelope: TaskStatusEnvelope = yield poll
-        filename = _finished_file(poll, envelope, secret)
-        if filename is not None:
+        done, filename = _finished_file(poll, envelope, secret)
+        if done:
             break
         waited = now() - began
         if waited >= timeout_s:
@@ -109,17 +121,65 @@ def export_report_pdf(
             )
         yield Sleep(min(poll_interval_s, timeout_s - waited))
 
+    if filename is None:
+        filename = yield from _new_pdf(bench_result_id, pdfs_before, task_id)
     download = endpoints.download_run_file(bench_result_id, filename)
     content: bytes = yield download
     if not content.startswith(PDF_MAGIC):
-        start_bytes = trim_service_text(content[:60].decode("utf-8", "replace"), secret, limit=60)
+        # Redact in a window wider than what is shown, so a cut never leaves part of the key.
+        head = content[:_SHOWN_WINDOW_BYTES].decode("utf-8", "replace")
+        start_bytes = trim_service_text(head, secret, limit=60)
         raise download.error(200, f"the file is not a PDF ({len(content)} bytes, starting {start_bytes!r})")
     yield Log(f"Downloaded {filename}: {len(content)} bytes", logging.INFO)
     return content
 
 
-def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope, secret: str | None) -> str | None:
-    """The produced file's name once the task succeeded, ``None`` while it is pending; raise if it failed."""
+def _pdf_names(names: list[str]) -> list[str]:
+    return [name for name in names if name.lower().endswith(".pdf")]
+
+
+def _pdfs_before(bench_result_id: str) -> Generator[Any, Any, frozenset[str] | None]:
+    """The run's PDFs before printing, to tell the new one apart; ``None`` when they cannot be listed
+    (then only a run with a single PDF can tell which one the task produced)."""
+    try:
+        names: list[str] = yield endpoints.list_run_files(bench_result_id)
+    except LoadTestApiError as exc:
+        yield Log(
+            f"Could not list the files of run {bench_result_id} before printing: {exc}", logging.WARNING
+        )
+        return None
+    return frozenset(_pdf_names(names))
+
+
+def _new_pdf(bench_result_id: str, before: frozenset[str] | None, task_id: str) -> Generator[Any, Any, str]:
+    """The PDF the print task produced, from the run's file list (the task's answer named none)."""
+    listing = endpoints.list_run_files(bench_result_id)
+    pdfs = _pdf_names((yield listing))
+    new = [name for name in pdfs if before is not None and name not in before]
+    candidates = new or pdfs
+    if len(candidates) == 1:
+        yield Log(
+            f"Print task {task_id} named no file: taking {candidates[0]} "
+            f"from the files of run {bench_result_id}"
+        )
+        return candidates[0]
+    if not candidates:
+        raise listing.error(
+            200, f"print task {task_id} succeeded but run {bench_result_id} lists no PDF file to download"
+        )
+    kind = "new PDF files" if new else "PDF files, none of them new"
+    raise listing.error(
+        200,
+        f"print task {task_id} named no file and run {bench_result_id} has {len(candidates)} {kind}: "
+        + ", ".join(sorted(candidates))
+        + "; cannot tell which one it printed",
+    )
+
+
+def _finished_file(
+    poll: ApiRequest[Any], envelope: TaskStatusEnvelope, secret: str | None
+) -> tuple[bool, str | None]:
+    """Whether the task is done, and the file it names (``None`` if it names none); raise if it failed."""
     failed = envelope.status == TaskStatus.FAILED or isinstance(envelope.result, FailedTaskResult)
     if failed:
         raise poll.error(200, "the print task failed: " + _failure_text(envelope, secret))
@@ -132,11 +192,7 @@ def _finished_file(poll: ApiRequest[Any], envelope: TaskStatusEnvelope, secret: 
     done = envelope.status == TaskStatus.SUCCESS or (
         envelope.status is None and isinstance(envelope.result, PrintReportTaskResult)
     )
-    if not done:
-        return None
-    if not envelope.resolved_filename:
-        raise poll.error(200, "the print task succeeded but named no file to download")
-    return envelope.resolved_filename
+    return done, (envelope.resolved_filename or None) if done else None
 
 
 def _failure_text(envelope: TaskStatusEnvelope, secret: str | None) -> str:

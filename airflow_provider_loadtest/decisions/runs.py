@@ -20,9 +20,14 @@ SEVERITY_RANK = {"PASSED": 0, "WARNING": 1, "CRITICAL": 2}
 GATE_SEVERITIES = ("WARNING", "CRITICAL")
 
 
+def normal_state(value: object) -> str:
+    """A run state as compared everywhere: upper case (the service's ``error`` is ``ERROR``)."""
+    return str(value or "UNKNOWN").strip().upper() or "UNKNOWN"
+
+
 def is_terminal(state: str) -> bool:
-    """Only FINISHED, ABORTED and ERROR end a run; an unknown state is treated as still going."""
-    return state in TERMINAL_STATES
+    """Only FINISHED, ABORTED and ERROR (any case) end a run; an unknown state is still going."""
+    return normal_state(state) in TERMINAL_STATES
 
 
 def check_gate_severity(value: str | None) -> str | None:
@@ -35,12 +40,25 @@ def check_gate_severity(value: str | None) -> str | None:
     return upper
 
 
+def _severity(alarm: dict[str, Any]) -> str:
+    return str(alarm.get("severity") or "").strip().upper()
+
+
+def unknown_severity_alarms(alarms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Alarms whose severity is missing or not one the package knows (any case)."""
+    return [a for a in alarms if _severity(a) not in SEVERITY_RANK]
+
+
 def breaking_alarms(alarms: list[dict[str, Any]], gate: str | None) -> list[dict[str, Any]]:
-    """The alarms at or above the gate's severity (an unknown severity never breaks it)."""
+    """The alarms at or above the gate's severity, compared in any case.
+
+    Fails closed: an alarm of unknown severity breaks an active gate (a gate that passes what it
+    cannot read would hide exactly the failures it exists for).
+    """
     if gate is None:
         return []
     bar = SEVERITY_RANK[gate]
-    return [a for a in alarms if SEVERITY_RANK.get(str(a.get("severity")), -1) >= bar]
+    return [a for a in alarms if SEVERITY_RANK.get(_severity(a), bar) >= bar]
 
 
 def describe_alarms(alarms: list[dict[str, Any]]) -> str:

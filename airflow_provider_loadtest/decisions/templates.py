@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 from airflow_provider_loadtest.api.errors import AmbiguousTemplateError, TemplateNotFoundError
 
 if TYPE_CHECKING:
-    from airflow_provider_loadtest.models import ReportTemplate
+    from airflow_provider_loadtest.models import AnyReportTemplate
 
 
 def choose_template(
-    templates: Sequence[ReportTemplate],
+    templates: Sequence[AnyReportTemplate],
     *,
     workspace_id: str,
     name: str | None = None,
     template_id: str | None = None,
-) -> ReportTemplate | None:
+) -> AnyReportTemplate | None:
     """Return the template with ``template_id``, or the one named ``name``; ``None`` if none matches.
 
     A name matches exactly first, then ignoring case (``"nightly sla"`` finds ``"Nightly SLA"``). Two
@@ -31,7 +31,7 @@ def choose_template(
         raise ValueError("give exactly one of name and template_id to choose a template")
     if template_id is not None:
         return next((t for t in templates if t.id == template_id), None)
-    assert name is not None
+    assert name is not None  # noqa: S101 - type narrowing: the check above makes it hold
     for matches in (
         [t for t in templates if t.name == name],
         [t for t in templates if t.name is not None and t.name.casefold() == name.casefold()],
@@ -48,7 +48,7 @@ def choose_template(
 
 
 def describe_missing(
-    templates: Sequence[ReportTemplate],
+    templates: Sequence[AnyReportTemplate],
     *,
     workspace_id: str,
     name: str | None = None,
@@ -63,12 +63,12 @@ def describe_missing(
 
 
 def require_template(
-    templates: Sequence[ReportTemplate],
+    templates: Sequence[AnyReportTemplate],
     *,
     workspace_id: str,
     name: str | None = None,
     template_id: str | None = None,
-) -> ReportTemplate:
+) -> AnyReportTemplate:
     """``choose_template``, raising ``TemplateNotFoundError`` (with the names that exist) on no match."""
     found = choose_template(templates, workspace_id=workspace_id, name=name, template_id=template_id)
     if found is None:

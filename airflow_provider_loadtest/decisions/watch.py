@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_loadtest.api import endpoints
@@ -21,10 +21,23 @@ from airflow_provider_loadtest.decisions.runs import (
     check_gate_severity,
     describe_alarms,
     is_terminal,
+    normal_state,
+    unknown_severity_alarms,
 )
 
 if TYPE_CHECKING:
+    from airflow_provider_loadtest.api.endpoints import ApiRequest
     from airflow_provider_loadtest.models import GlobalMetrics, ThresholdAlarm
+
+#: How long past the watch deadline the stop call (or the reads after a run that ended just in time)
+#: may take in all, tries and back-off: best effort, bounded, so a service that is down cannot keep a
+#: timed-out task alive.
+STOP_GRACE_S = 30.0
+
+
+def _until(request: ApiRequest[Any], deadline: float | None) -> ApiRequest[Any]:
+    """``request`` carrying the watch deadline, so its tries and back-off never run past it."""
+    return request if deadline is None else replace(request, deadline=deadline)
 
 
 def alarm_record(alarm: ThresholdAlarm) -> dict[str, Any]:
@@ -150,17 +163,27 @@ def watch_run(
     gate = check_gate_severity(options.fail_on_alarm_severity)
     progress = _Progress(options.log_every_s)
     state = "UNKNOWN"
+    deadline = options.deadline
     while True:
-        result = yield endpoints.get_bench_result(bench_result_id)
-        state = str(result.state or "UNKNOWN")
+        try:
+            result = yield _until(endpoints.get_bench_result(bench_result_id), deadline)
+        except LoadTestApiError as exc:
+            if deadline is None or now() < deadline:
+                raise
+            # The status could not be read and the timeout passed meanwhile: stop the run anyway.
+            yield Log(f"Could not read the state of run {bench_result_id}: {exc}", logging.WARNING)
+            return (yield from _time_out(bench_result_id, state, now(), started_at))
+        state = normal_state(result.state)
         if is_terminal(state):
             break
         current = now()
         if gate and options.stop_on_alarm and state == "RUNNING":
-            alarms = yield from _read_alarms(bench_result_id, tolerate=True)
-            broken = breaking_alarms(alarms or [], gate)
+            alarms = yield from _read_alarms(bench_result_id, tolerate=True, deadline=deadline)
+            broken = yield from _gate(alarms or [], gate)
             if broken:
-                stopped = yield from _stop(bench_result_id, f"{len(broken)} alarm(s) at or above {gate}")
+                stopped = yield from _stop(
+                    bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0)
+                )
                 return RunOutcome(
                     bench_result_id=bench_result_id,
                     state=state,
@@ -174,27 +197,19 @@ def watch_run(
                     breaking=broken,
                 )
         if progress.due(state, current):
-            yield from _log_progress(bench_result_id, state)
-        if options.deadline is not None and current >= options.deadline:
-            stopped = yield from _stop(bench_result_id, "the task's timeout passed")
-            return RunOutcome(
-                bench_result_id=bench_result_id,
-                state=state,
-                reason="timeout",
-                succeeded=False,
-                message=f"Run {bench_result_id} was still {state} when the task's timeout passed; "
-                + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI."),
-                duration_s=current - started_at,
-                stopped=stopped,
-            )
+            yield from _log_progress(bench_result_id, state, deadline)
+        if deadline is not None and current >= deadline:
+            return (yield from _time_out(bench_result_id, state, current, started_at))
         pause = options.check_interval_s
         if options.deadline is not None:
             pause = max(0.0, min(pause, options.deadline - current))
         yield Sleep(pause)
 
     ended_at = now()
-    alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None)
-    metrics = yield from _read_metrics(bench_result_id)
+    # The run ended in time: its alarms and metrics may still be read a little past the deadline.
+    final = None if deadline is None else max(deadline, ended_at) + STOP_GRACE_S
+    alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None, deadline=final)
+    metrics = yield from _read_metrics(bench_result_id, final)
     base: dict[str, Any] = {
         "bench_result_id": bench_result_id,
         "state": state,
@@ -217,7 +232,7 @@ def watch_run(
             f"{gate} quality gate could not be checked",
             **base,
         )
-    broken = breaking_alarms(alarms, gate)
+    broken = yield from _gate(alarms, gate)
     if broken:
         return RunOutcome(
             reason="alarm",
@@ -230,46 +245,83 @@ def watch_run(
     return RunOutcome(reason="finished", succeeded=True, message=f"Run {bench_result_id} FINISHED", **base)
 
 
-def _read_alarms(bench_result_id: str, *, tolerate: bool) -> Generator[Any, Any, list[dict[str, Any]] | None]:
+def _gate(alarms: list[dict[str, Any]], gate: str | None) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The alarms breaking ``gate``, with a warning for those whose severity is unknown (they break it)."""
+    if gate is not None:
+        unknown = unknown_severity_alarms(alarms)
+        if unknown:
+            yield Log(
+                f"{len(unknown)} alarm(s) have a severity this package does not know, counted as breaking "
+                f"the {gate} gate: {describe_alarms(unknown)}",
+                logging.WARNING,
+            )
+    return breaking_alarms(alarms, gate)
+
+
+def _time_out(
+    bench_result_id: str, state: str, at: float, started_at: float
+) -> Generator[Any, Any, RunOutcome]:
+    """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so."""
+    stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+    return RunOutcome(
+        bench_result_id=bench_result_id,
+        state=state,
+        reason="timeout",
+        succeeded=False,
+        message=f"Run {bench_result_id} was still {state} when the task's timeout passed; "
+        + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI."),
+        duration_s=at - started_at,
+        stopped=stopped,
+    )
+
+
+def _read_alarms(
+    bench_result_id: str, *, tolerate: bool, deadline: float | None
+) -> Generator[Any, Any, list[dict[str, Any]] | None]:
     """The run's alarms; ``None`` when they could not be read (an error only matters with a gate)."""
     try:
-        alarms = yield endpoints.get_threshold_alarms(bench_result_id)
+        alarms = yield _until(endpoints.get_threshold_alarms(bench_result_id), deadline)
     except LoadTestApiError as exc:
         yield Log(f"Could not read the threshold alarms of run {bench_result_id}: {exc}", logging.WARNING)
         return [] if tolerate else None
     return [alarm_record(a) for a in alarms]
 
 
-def _read_metrics(bench_result_id: str) -> Generator[Any, Any, dict[str, Any]]:
+def _read_metrics(bench_result_id: str, deadline: float | None) -> Generator[Any, Any, dict[str, Any]]:
     try:
-        metrics = yield endpoints.get_global_metrics(bench_result_id)
+        metrics = yield _until(endpoints.get_global_metrics(bench_result_id), deadline)
     except LoadTestApiError as exc:
         yield Log(f"Could not read the metrics of run {bench_result_id}: {exc}", logging.WARNING)
         return {}
     return metric_records(metrics)
 
 
-def _log_progress(bench_result_id: str, state: str) -> Generator[Any, Any, None]:
+def _log_progress(bench_result_id: str, state: str, deadline: float | None) -> Generator[Any, Any, None]:
     """One readable line: state, percent done and the live headline metrics (best effort)."""
     parts = [f"Run {bench_result_id}: {state}"]
     try:
-        progress = yield endpoints.get_progress(bench_result_id)
+        progress = yield _until(endpoints.get_progress(bench_result_id), deadline)
         if progress.percent is not None:  # a progress answer without a number is no reason to fail
-            parts.append(f"{progress.percent:.0f}% done")
+            parts.append(f"{progress.percent:.1f}% done")  # 0 to 100, decimals as the service sends
     except LoadTestApiError:
         pass
     if state == "RUNNING":
-        metrics = yield from _read_metrics(bench_result_id)
+        metrics = yield from _read_metrics(bench_result_id, deadline)
         if metrics:
             parts.append(format_metrics(metrics))
     yield Log(", ".join(parts))
 
 
-def _stop(bench_result_id: str, why: str) -> Generator[Any, Any, bool]:
+def _stop(bench_result_id: str, why: str, from_time: float) -> Generator[Any, Any, bool]:
+    """Stop the run, its tries bounded to ``STOP_GRACE_S`` past ``from_time`` (epoch seconds)."""
     yield Log(f"Stopping run {bench_result_id}: {why}", logging.WARNING)
     try:
-        yield endpoints.stop_run(bench_result_id)
+        answer = yield replace(endpoints.stop_run(bench_result_id), deadline=from_time + STOP_GRACE_S)
     except LoadTestApiError as exc:
         yield Log(f"Could not stop run {bench_result_id}: {exc}", logging.ERROR)
         return False
+    if answer is not None:  # the stop answers the run's BenchResult
+        yield Log(
+            f"Asked to stop run {bench_result_id}: the service reports it {answer.state}", logging.WARNING
+        )
     return True

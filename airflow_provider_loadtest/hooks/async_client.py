@@ -1,7 +1,8 @@
 """The async twin of ``LoadTestHook.call``, for triggers running in the triggerer's event loop.
 
 Same call descriptions, same retry policy, same answer decoding; only the transport differs (httpx,
-which Airflow already depends on). One ``httpx.AsyncClient`` per instance, reused across polls.
+which Airflow already depends on). Waits with the same connection settings share one
+``httpx.AsyncClient`` per event loop (see ``hooks.transport``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any, TypeVar
 
 import httpx
 
-from airflow_provider_loadtest import __version__
-from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
+from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.hooks import transport
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -40,6 +41,14 @@ def describe_httpx_failure(exc: httpx.HTTPError) -> tuple[str, bool]:
     if isinstance(exc, httpx.ReadTimeout):
         return "the service did not answer in time (read timeout)", False
     return f"the connection failed before an answer arrived ({type(exc).__name__})", False
+
+
+def _is_tls(exc: httpx.HTTPError) -> bool:
+    """Whether the failure was the TLS handshake (httpx wraps the ``ssl`` error in a ConnectError)."""
+    import ssl
+
+    cause = exc.__cause__ or exc.__context__
+    return isinstance(cause, ssl.SSLError) or "SSL" in str(exc)
 
 
 async def settings_for(conn_id: str) -> ConnectionSettings:
@@ -65,24 +74,24 @@ class AsyncLoadTestClient:
         self._client: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> AsyncLoadTestClient:
-        self._client = httpx.AsyncClient(
-            headers={
-                "Authorization": f"Bearer {self.settings.api_key}",
-                "Accept": "application/json",
-                "User-Agent": f"airflow-provider-loadtest/{__version__} httpx/{httpx.__version__}",
-            },
-            timeout=httpx.Timeout(self.settings.read_timeout_s, connect=self.settings.connect_timeout_s),
-            verify=self.settings.verify_ssl,
-            transport=self._transport,
-        )
+        # Real network: the client shared by every wait of this event loop with the same settings.
+        # A test's transport gets a client of its own.
+        if self._transport is None:
+            self._client = transport.acquire(self.settings)
+        else:
+            self._client = transport.new_client(self.settings, self._transport)
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        client, self._client = self._client, None
+        if client is None:
+            return
+        if self._transport is None:
+            await transport.release(self.settings, client)
+        else:
+            await client.aclose()
 
     async def call(self, request: ApiRequest[T]) -> T:
         """Send ``request`` with the same retry rules as ``LoadTestHook.call``."""
@@ -91,28 +100,45 @@ class AsyncLoadTestClient:
         tries = Attempts(request, self.retry_policy, log)
         delay: float | None
         while True:
+            budget = tries.budget(self.settings.read_timeout_s)
             try:
-                response = await self._client.request(
-                    request.method,
-                    self.settings.url(request.path),
-                    params=dict(request.params) or None,
-                    json=request.json_body,
-                    headers={"Accept": request.accept},
-                )
+                async with asyncio.timeout(budget):  # the whole try, however slowly bytes arrive
+                    answer = await self._send(self._client, request)
+            except TimeoutError:
+                delay = tries.after_no_answer(timed_out_detail(budget), never_opened=False)
             except httpx.HTTPError as exc:
                 failure, never_opened = describe_httpx_failure(exc)
+                failure = failure_at(self.settings.url(request.path), failure, tls_failed=_is_tls(exc))
                 delay = tries.after_no_answer(failure, never_opened=never_opened)
             else:
-                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
+                status, headers, body = answer
+                delay = tries.after_answer(status, headers.get("Retry-After"))
                 if delay is None:
                     return decode_answer(
                         request,
-                        response.status_code,
-                        response.headers.get("Content-Type"),
-                        response.content,
+                        status,
+                        headers.get("Content-Type"),
+                        body,
                         self.settings.api_key,
+                        location=headers.get("Location"),
                     )
             await _sleep(delay)
+
+    async def _send(
+        self, client: httpx.AsyncClient, request: ApiRequest[Any]
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """One try: the answer's status, headers and body (read in chunks against the size bound)."""
+        async with client.stream(
+            request.method,
+            self.settings.url(request.path),
+            params=dict(request.params) or None,
+            json=request.json_body,
+            headers={"Accept": request.accept},
+        ) as response:
+            body = AnswerBody(request, response.status_code)
+            async for chunk in response.aiter_bytes():
+                body.add(chunk)
+            return response.status_code, response.headers, body.content
 
     async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:
         """Run a ``watch`` generator with async I/O (the twin of ``LoadTestHook.drive``)."""

@@ -13,34 +13,38 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import requests
+import urllib3.exceptions
 from airflow.sdk import BaseHook
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api import endpoints
-from airflow_provider_loadtest.api.endpoints import ApiRequest, decode_answer
+from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
+from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
+        AnyReportTemplate,
         BenchReport,
         BenchResult,
+        DesignProject,
         ExportReportConfig,
         GlobalMetrics,
         Progress,
-        ReportTemplate,
+        Scenario,
         ThresholdAlarm,
     )
 
 T = TypeVar("T")
 R = TypeVar("R")
 log = logging.getLogger(__name__)
+_CHUNK_BYTES = 64 * 1024
 
 
 def _sleep(seconds: float) -> None:
@@ -63,8 +67,33 @@ def connection_never_opened(exc: requests.RequestException) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-def describe_transport_failure(exc: requests.RequestException) -> str:
-    """A short, key-free account of a failure that produced no HTTP answer."""
+def _read_body(request: ApiRequest[Any], response: requests.Response, ends_at: float) -> bytes | None:
+    """The answer's bytes, or ``None`` when the whole-request deadline (monotonic ``ends_at``) passed.
+
+    Each read is bounded by the socket timeout; this bounds their sum, so a server sending one byte
+    per second cannot keep the call alive. Leaving ``with response`` closes the connection.
+    """
+    body = AnswerBody(request, response.status_code)
+    try:
+        while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=True):  # one socket read at most
+            body.add(chunk)
+            if time.monotonic() > ends_at:
+                return None
+    except ReadTimeoutError as exc:  # urllib3's own errors: say them as requests would
+        raise requests.ReadTimeout(exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise requests.ConnectionError(exc) from exc
+    return body.content
+
+
+def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
+    """A short, key-free account of a failure that produced no HTTP answer, naming the URL it tried."""
+    if url is not None:
+        return failure_at(
+            url, describe_transport_failure(exc), tls_failed=isinstance(exc, requests.exceptions.SSLError)
+        )
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "the TLS handshake failed"
     if isinstance(exc, requests.ConnectTimeout):
         return "could not connect in time"
     if isinstance(exc, requests.ReadTimeout):
@@ -81,7 +110,7 @@ class LoadTestHook(BaseHook):
 
     Connection fields: host = API base URL (empty for the SaaS ``https://api.octoperf.com``; an
     on-premise URL with a path prefix works), password = API key. Extras: ``ui_url``,
-    ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl``.
+    ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl`` (switch), ``ca_bundle`` (path).
     """
 
     conn_name_attr = "loadtest_conn_id"
@@ -99,16 +128,44 @@ class LoadTestHook(BaseHook):
     # --- connection form (Airflow < 3.2 reads these; 3.2+ reads get_provider_info) --------------
 
     @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Relabel the generic connection form for this service."""
-        from airflow_provider_loadtest.get_provider_info import get_provider_info
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The extra fields of the form on Airflow 3.1, built from the same ``conn-fields`` as 3.2+.
 
-        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
+        Airflow 3.1's UI turns these WTForms fields into its form (it needs ``wtforms``, which the FAB
+        provider brings); wtforms is imported here, never at module level, so workers don't pay for it.
+        """
+        from wtforms import BooleanField, StringField
+        from wtforms.validators import Optional
+
+        fields: dict[str, Any] = {}
+        for name, spec in _connection_type()["conn-fields"].items():
+            default = spec["schema"].get("default")
+            if "boolean" in spec["schema"]["type"]:
+                fields[name] = BooleanField(
+                    spec["label"], validators=[Optional()], description=spec["description"], default=default
+                )
+            else:  # 3.1 draws only text, password, integer and boolean fields: numbers go as text
+                fields[name] = StringField(
+                    spec["label"],
+                    validators=[Optional()],
+                    description=spec["description"],
+                    default=None if default is None else str(default),
+                )
+        return fields
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Relabel the generic connection form for this service (Airflow 3.1)."""
+        behaviour = _connection_type()["ui-field-behaviour"]
         return {
             "hidden_fields": behaviour["hidden-fields"],
             "relabeling": behaviour["relabeling"],
             "placeholders": behaviour["placeholders"],
         }
+
+    def get_conn(self) -> requests.Session:
+        """The authenticated ``requests`` session, as Airflow hooks hand out their client."""
+        return self.session
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -154,6 +211,8 @@ class LoadTestHook(BaseHook):
         tries = Attempts(request, self.retry_policy, self.log)
         delay: float | None
         while True:
+            budget = tries.budget(settings.read_timeout_s)
+            ends_at = time.monotonic() + budget
             try:
                 response = self.session.request(
                     request.method,
@@ -161,22 +220,35 @@ class LoadTestHook(BaseHook):
                     params=dict(request.params) or None,
                     json=request.json_body,
                     headers={"Accept": request.accept},
-                    timeout=(settings.connect_timeout_s, settings.read_timeout_s),
+                    timeout=(min(settings.connect_timeout_s, budget), budget),
+                    allow_redirects=False,  # a redirect would re-send a start to another host
+                    stream=True,  # read in chunks against the whole-request deadline and size bound
                 )
             except requests.RequestException as exc:
                 delay = tries.after_no_answer(
-                    describe_transport_failure(exc), never_opened=connection_never_opened(exc)
+                    describe_transport_failure(exc, settings.url(request.path)),
+                    never_opened=connection_never_opened(exc),
                 )
             else:
-                delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
-                if delay is None:
-                    return decode_answer(
-                        request,
-                        response.status_code,
-                        response.headers.get("Content-Type"),
-                        response.content,
-                        settings.api_key,
-                    )
+                with response:
+                    delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
+                    if delay is None:
+                        try:
+                            body = _read_body(request, response, ends_at)
+                        except requests.RequestException as exc:
+                            failure: str | None = describe_transport_failure(exc, settings.url(request.path))
+                        else:
+                            failure = None if body is not None else timed_out_detail(budget)
+                        if failure is None and body is not None:
+                            return decode_answer(
+                                request,
+                                response.status_code,
+                                response.headers.get("Content-Type"),
+                                body,
+                                settings.api_key,
+                                location=response.headers.get("Location"),
+                            )
+                        delay = tries.after_no_answer(failure or "", never_opened=False)
             _sleep(delay)
 
     def drive(self, steps: Generator[Any, Any, R], log: LoggerLike) -> R:
@@ -207,27 +279,69 @@ class LoadTestHook(BaseHook):
         template_id: str | None = None,
         name: str | None = None,
         properties: Mapping[str, str] | None = None,
+        subscription_id: str | None = None,
     ) -> BenchReport:
         """Start a load test of ``scenario_id`` and return its report (``bench_result_id`` is the run).
 
-        Never retried once the request may have reached the service: a second load test costs real
-        money. Only a connection that could not be opened at all (refused, DNS) is tried again.
+        ``subscription_id`` picks the subscription that pays, for accounts with several. Never retried
+        once the request may have reached the service: a second load test costs real money. Only a
+        connection that could not be opened at all (refused, DNS) is tried again.
         """
         return self.call(
-            endpoints.run_scenario(scenario_id, template_id=template_id, name=name, properties=properties)
+            endpoints.run_scenario(
+                scenario_id,
+                template_id=template_id,
+                name=name,
+                properties=properties,
+                subscription_id=subscription_id,
+            )
         )
 
-    def list_templates(self, workspace_id: str) -> list[ReportTemplate]:
-        """All report templates of a workspace."""
+    def list_templates(self, workspace_id: str) -> list[AnyReportTemplate]:
+        """All report templates of a workspace (one that does not match the models comes back opaque:
+        id and name only, logged)."""
         return self.call(endpoints.list_templates(workspace_id))
 
     def find_template(
         self, workspace_id: str, name: str | None = None, template_id: str | None = None
-    ) -> ReportTemplate | None:
+    ) -> AnyReportTemplate | None:
         """The workspace's template with this id, or named this (exact, then case-insensitive)."""
         return choose_template(
             self.list_templates(workspace_id), workspace_id=workspace_id, name=name, template_id=template_id
         )
+
+    def get_scenario(self, scenario_id: str) -> Scenario:
+        """A scenario (its ``project_id`` is the design project it belongs to)."""
+        return self.call(endpoints.get_scenario(scenario_id))
+
+    def get_design_project(self, project_id: str) -> DesignProject:
+        """A design project (its ``workspace_id`` is the workspace it belongs to)."""
+        return self.call(endpoints.get_design_project(project_id))
+
+    def find_workspace_id(self, scenario_id: str) -> str | None:
+        """The workspace of a scenario, as the Jenkins plugin finds it for the report link: the
+        scenario's ``projectId``, then that design project's ``workspaceId``.
+
+        Only a link depends on it, so a failed lookup never fails the caller: it answers ``None`` and
+        says why in the log.
+        """
+        try:
+            project_id = self.get_scenario(scenario_id).project_id
+            if not project_id:
+                raise ValueError(f"scenario {scenario_id!r} names no projectId")
+            workspace_id = self.get_design_project(project_id).workspace_id
+            if not workspace_id:
+                raise ValueError(f"design project {project_id!r} names no workspaceId")
+        except Exception as exc:  # only a link depends on it: nothing here may fail the run
+            self.log.warning(
+                "No report link: could not find the workspace of scenario %r: %s", scenario_id, exc
+            )
+            return None
+        return workspace_id
+
+    def get_bench_report(self, report_id: str) -> BenchReport:
+        """A report (its ``bench_result_id`` is the run it belongs to)."""
+        return self.call(endpoints.get_bench_report(report_id))
 
     def get_bench_result(self, bench_result_id: str) -> BenchResult:
         """The run's current state."""
@@ -281,9 +395,13 @@ class LoadTestHook(BaseHook):
         )
         return self.drive(steps, self.log)
 
-    def stop_run(self, bench_result_id: str) -> None:
-        """Abort the run (a no-op for a run that already ended)."""
-        self.call(endpoints.stop_run(bench_result_id))
+    def stop_run(self, bench_result_id: str) -> BenchResult | None:
+        """Abort the run (a no-op for a run that already ended); logs and returns the state the
+        service answers (``None`` when its answer is not a BenchResult)."""
+        result = self.call(endpoints.stop_run(bench_result_id))
+        if result is not None:
+            self.log.info("Asked to stop run %s: the service reports it %s", bench_result_id, result.state)
+        return result
 
     def report_url(self, workspace_id: str, project_id: str, report_id: str) -> str:
         """The report's page in the web UI."""
@@ -299,6 +417,13 @@ class LoadTestHook(BaseHook):
             f"Connected to {self.settings.base_url}: the API key is valid and its user is a member of "
             f"{len(workspaces)} workspace(s)."
         )
+
+
+def _connection_type() -> dict[str, Any]:
+    from airflow_provider_loadtest.get_provider_info import get_provider_info
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    return dict(conn_type)
 
 
 def _mask(secret: str) -> None:

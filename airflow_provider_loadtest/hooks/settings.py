@@ -5,6 +5,7 @@ Shared by the sync hook and the async trigger client so both read a connection t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -64,8 +65,40 @@ def _as_bool(name: str, value: Any) -> bool | str:
     if text.lower() in {"false", "0", "no"}:
         return False
     if text.startswith("/"):
-        return text  # a CA bundle path, as requests' ``verify`` accepts
-    raise ValueError(f"connection extra {name!r} must be true, false or a CA bundle path, got {value!r}")
+        return text  # a CA bundle path in ``verify_ssl``: how connections made before ``ca_bundle`` said it
+    raise ValueError(f"connection extra {name!r} must be true or false, got {value!r}")
+
+
+def tls_verification(verify: Any, ca_bundle: Any) -> bool | str:
+    """What requests' and httpx's ``verify`` get: the form's switch plus its optional CA bundle path.
+
+    Verification is on unless the switch is off; a CA bundle path (``ca_bundle``, or a path written in
+    ``verify_ssl`` as older connections did) replaces the system's trust store while it is on.
+    """
+    switch = True if verify is None else _as_bool("verify_ssl", verify)
+    if switch is False:
+        return False
+    if ca_bundle is not None:
+        path = str(ca_bundle).strip()
+        if not path.startswith("/"):
+            raise ValueError(f"connection extra 'ca_bundle' must be an absolute file path, got {ca_bundle!r}")
+        return path
+    return switch
+
+
+def failure_at(url: str, failure: str, *, tls_failed: bool = False) -> str:
+    """A transport failure naming the URL it tried (the key travels in a header, never in the URL).
+
+    A failed TLS handshake is most often an ``https://`` URL aimed at a plain-http server: a host given
+    without a scheme (the URI form ``loadtest://:KEY@host:8080`` included) means https.
+    """
+    text = f"{failure} at {url}"
+    if tls_failed and url.startswith("https://"):
+        text += (
+            "; if the service there speaks plain http, write the host as http://host:port "
+            "(URI form: loadtest://:KEY@host:port/http)"
+        )
+    return text
 
 
 def _as_seconds(name: str, value: Any, default: float) -> float:
@@ -101,6 +134,33 @@ def normalise_base_url(host: str | None, schema: str | None = None, port: int | 
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_api_key(key: str) -> str:
+    """Return ``key`` if it can travel in an HTTP header, else raise ``ValueError`` naming the
+    problem (never the key): a pasted key with a newline or a non-Latin-1 character would otherwise
+    fail deep in the HTTP client, or be retried and blamed on the service."""
+    if _CONTROL.search(key):
+        raise ValueError(
+            "the load-testing connection's API key contains a line break or another control character "
+            "(often a copy-paste accident): paste the key again in the connection's password field"
+        )
+    if key != key.strip():
+        raise ValueError(
+            "the load-testing connection's API key starts or ends with spaces: remove them in the "
+            "connection's password field"
+        )
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the load-testing connection's API key contains characters that cannot be sent in an HTTP "
+            "header (outside Latin-1): check that the password field holds the key itself"
+        ) from None
+    return key
+
+
 def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
     """Read a ``loadtest`` connection; a missing key is an error here rather than a 401 later."""
     if not conn.password:
@@ -111,14 +171,13 @@ def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
     extras = conn.extra_dejson or {}
     base_url = normalise_base_url(conn.host, conn.schema, conn.port)
     ui_url = str(_extra(extras, "ui_url") or base_url + "/ui").rstrip("/")
-    verify = _extra(extras, "verify_ssl")
     return ConnectionSettings(
         base_url=base_url,
-        api_key=conn.password,
+        api_key=check_api_key(conn.password),
         ui_url=ui_url,
         connect_timeout_s=_as_seconds(
             "connect_timeout", _extra(extras, "connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S
         ),
         read_timeout_s=_as_seconds("read_timeout", _extra(extras, "read_timeout"), DEFAULT_READ_TIMEOUT_S),
-        verify_ssl=True if verify is None else _as_bool("verify_ssl", verify),
+        verify_ssl=tls_verification(_extra(extras, "verify_ssl"), _extra(extras, "ca_bundle")),
     )

@@ -28,6 +28,7 @@ from .enums import (
     ChartMode,
     ComputeType,
     MetricId,
+    MetricType,
     MonitorType,
     NameMatchType,
     Open,
@@ -47,6 +48,7 @@ from .items import (
     LineChartReportItem,
     LoadGeneratorsChartReportItem,
     LoadGeneratorsTreeReportItem,
+    MonitoringAlarmsReportItem,
     MonitorsTableReportItem,
     PercentilesChartReportItem,
     PieChartReportItem,
@@ -66,7 +68,15 @@ from .items import (
     UnknownReportItem,
 )
 from .metric import Metric
-from .report import BenchReport, ReportDefinition, ReportTemplate, ReportTemplateListAdapter
+from .report import (
+    AnyReportTemplate,
+    BenchReport,
+    OpaqueReportTemplate,
+    ReportDefinition,
+    ReportTemplate,
+    ReportTemplateListAdapter,
+    parse_template_list,
+)
 from .results import (
     BenchResult,
     GlobalMetric,
@@ -96,6 +106,7 @@ from .settings import (
     UnknownUiSetting,
     ValueTableUiFilter,
 )
+from .strict import require_known_values
 from .tasks import (
     FailedTaskResult,
     PrintReportTask,
@@ -105,12 +116,13 @@ from .tasks import (
     TaskStatusEnvelope,
     UnknownTaskResult,
 )
-from .workspace import Workspace, WorkspaceListAdapter
+from .workspace import DesignProject, Scenario, Workspace, WorkspaceListAdapter
 
 __all__ = [
     "TYPE_KEY",
     "UNKNOWN_TAG",
     "AlarmSeverity",
+    "AnyReportTemplate",
     "ApdexReportConfig",
     "ApiModel",
     "AreaRangeChartReportItem",
@@ -125,6 +137,7 @@ __all__ = [
     "ColorsReportConfig",
     "ComparisonReportConfig",
     "ComputeType",
+    "DesignProject",
     "ErrorsReportItem",
     "ExportReportConfig",
     "FailedTaskResult",
@@ -138,12 +151,15 @@ __all__ = [
     "LoadGeneratorsTreeReportItem",
     "Metric",
     "MetricId",
+    "MetricType",
     "MonitorType",
+    "MonitoringAlarmsReportItem",
     "MonitorsTableReportItem",
     "MultiTermFilter",
     "NameMatchType",
     "Number",
     "NumberTableUiFilter",
+    "OpaqueReportTemplate",
     "Open",
     "PageFormat",
     "PageMargin",
@@ -163,6 +179,7 @@ __all__ = [
     "ReportTemplate",
     "ReportTemplateListAdapter",
     "SampleType",
+    "Scenario",
     "SingleColorReportConfig",
     "SingleTermFilter",
     "StackedChartReportItem",
@@ -208,4 +225,6 @@ __all__ = [
     "ValueTableUiFilter",
     "Workspace",
     "WorkspaceListAdapter",
+    "parse_template_list",
+    "require_known_values",
 ]

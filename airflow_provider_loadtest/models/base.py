@@ -106,7 +106,7 @@ class ApiModel(BaseModel):
     def to_api(self) -> dict[str, Any]:
         """The JSON-ready dict to send to the service: camelCase keys, only fields that were set."""
         result = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        assert isinstance(result, dict)
+        assert isinstance(result, dict)  # noqa: S101 - type narrowing: model_dump of a model is a dict
         return result
 
     @classmethod

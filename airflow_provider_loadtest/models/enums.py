@@ -18,6 +18,7 @@ __all__ = [
     "ChartMode",
     "ComputeType",
     "MetricId",
+    "MetricType",
     "MonitorType",
     "NameMatchType",
     "Open",
@@ -103,6 +104,16 @@ class SampleType(StrEnum):
     NUMBER_COUNTER = "NUMBER_COUNTER"
     TEXTUAL_COUNTER = "TEXTUAL_COUNTER"
     THRESHOLD_ALARM = "THRESHOLD_ALARM"
+    # Seen in the service's documentation (beyond-the-spec "Vocabulary").
+    HIT = "HIT"
+    CONTAINER = "CONTAINER"
+
+
+class MetricType(StrEnum):
+    """``@type`` of a metric in request bodies (the official clients send one; beyond-the-spec)."""
+
+    HIT_METRIC = "HitMetric"
+    MONITORING_METRIC = "MonitoringMetric"
 
 
 class PageFormat(StrEnum):
@@ -154,6 +165,7 @@ class RangeType(StrEnum):
 
     RAW = "RAW"
     PERCENT = "PERCENT"
+    PERCENTAGE = "PERCENTAGE"  # the service's documentation
 
 
 class ReferenceType(StrEnum):
@@ -161,6 +173,7 @@ class ReferenceType(StrEnum):
 
     DATE_HISTOGRAM = "DATE_HISTOGRAM"
     SUMMARY = "SUMMARY"
+    HISTOGRAM = "HISTOGRAM"  # the service's documentation
 
 
 class NameMatchType(StrEnum):
@@ -172,6 +185,9 @@ class NameMatchType(StrEnum):
     CONTAINS_IGNORECASE = "CONTAINS_IGNORECASE"
     STARTS_WITH = "STARTS_WITH"
     ENDS_WITH = "ENDS_WITH"
+    # The service's documentation also has these case-insensitive variants.
+    STARTS_WITH_IGNORECASE = "STARTS_WITH_IGNORECASE"
+    ENDS_WITH_IGNORECASE = "ENDS_WITH_IGNORECASE"
 
 
 class BenchResultState(StrEnum):

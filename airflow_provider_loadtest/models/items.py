@@ -20,6 +20,7 @@ __all__ = [
     "LineChartReportItem",
     "LoadGeneratorsChartReportItem",
     "LoadGeneratorsTreeReportItem",
+    "MonitoringAlarmsReportItem",
     "MonitorsTableReportItem",
     "PercentilesChartReportItem",
     "PieChartReportItem",
@@ -211,6 +212,13 @@ class TextualMonitorReportItem(ReportItemBase):
     settings: list[UiSetting] | None = None
 
 
+class MonitoringAlarmsReportItem(ReportItemBase):
+    """Alarms of the monitors of a result (the service's documentation; fields not published, kept)."""
+
+    kind: Literal["MonitoringAlarmsReportItem"] = Field(default="MonitoringAlarmsReportItem", alias=TYPE_KEY)
+    bench_result_id: str | None = None
+
+
 class UnknownReportItem(UnknownModel):
     """A report item whose ``@type`` is not in spec 2.4; kept verbatim."""
 
@@ -238,6 +246,7 @@ ReportItem: TypeAlias = Annotated[
     | Annotated[ErrorsReportItem, Tag("ErrorsReportItem")]
     | Annotated[BarChartReportItem, Tag("BarChartReportItem")]
     | Annotated[TextualMonitorReportItem, Tag("TextualMonitorReportItem")]
+    | Annotated[MonitoringAlarmsReportItem, Tag("MonitoringAlarmsReportItem")]
     | Annotated[UnknownReportItem, Tag(UNKNOWN_TAG)],
     Discriminator(
         type_discriminator(
@@ -261,6 +270,7 @@ ReportItem: TypeAlias = Annotated[
             ErrorsReportItem,
             BarChartReportItem,
             TextualMonitorReportItem,
+            MonitoringAlarmsReportItem,
         )
     ),
 ]

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import logging
+from typing import Any, TypeAlias
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from .base import ApiModel
 from .configs import BenchReportConfig
 from .items import ReportItem
 
-__all__ = ["BenchReport", "ReportDefinition", "ReportTemplate", "ReportTemplateListAdapter"]
+__all__ = [
+    "AnyReportTemplate",
+    "BenchReport",
+    "OpaqueReportTemplate",
+    "ReportDefinition",
+    "ReportTemplate",
+    "ReportTemplateListAdapter",
+    "parse_template_list",
+]
+
+logger = logging.getLogger("airflow_provider_loadtest.models")
 
 
 class ReportDefinition(ApiModel):
@@ -29,8 +40,64 @@ class ReportDefinition(ApiModel):
 #: A report template is a report definition (spec 4.2 lists them per workspace).
 ReportTemplate: TypeAlias = ReportDefinition
 
-#: Parses the answer of ``GET /analysis/bench-report-templates/by-workspace/{workspaceId}``.
+#: Parses a list of templates that all match the models (see :func:`parse_template_list` for the
+#: tolerant reading of a workspace's list).
 ReportTemplateListAdapter: TypeAdapter[list[ReportDefinition]] = TypeAdapter(list[ReportDefinition])
+
+
+class OpaqueReportTemplate(ApiModel):
+    """A template whose fields do not match :class:`ReportDefinition`: only ``id`` and ``name`` are
+    read (all a choice by id or name needs); everything else is kept verbatim as extras."""
+
+    id: str | None = None
+    name: str | None = None
+
+
+#: What a workspace's template list holds: templates read fully, or opaque ones.
+AnyReportTemplate: TypeAlias = ReportDefinition | OpaqueReportTemplate
+
+
+def parse_template_list(document: Any) -> list[AnyReportTemplate]:
+    """Read ``GET /analysis/bench-report-templates/by-workspace/{id}``, one template at a time.
+
+    Choosing a template needs only ids and names, so one template whose other fields do not match our
+    models (a new field shape, a value of the wrong type) must not stop the choice of another: it is
+    logged, naming its id and what did not match, and kept as an :class:`OpaqueReportTemplate`.
+    The answer itself must be a list of objects.
+    """
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
+    templates: list[AnyReportTemplate] = []
+    for position, raw in enumerate(document):
+        if not isinstance(raw, dict):
+            raise ValueError(f"report template #{position} is not an object: {raw!r:.80}")
+        try:
+            templates.append(ReportDefinition.from_api(raw))
+        except ValidationError as exc:
+            templates.append(_opaque(raw, position, exc))
+    return templates
+
+
+def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueReportTemplate:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or '(document)'}: {error['msg']}"
+        for error in exc.errors()[:3]
+    )
+    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    logger.warning(
+        "Report template id %r (#%d in the list) does not match this version's models: %s%s. "
+        "Kept as an opaque template: it can still be chosen by id or name.",
+        raw.get("id"),
+        position,
+        problems,
+        more,
+    )
+    known = {key: raw[key] for key in ("id", "name") if isinstance(raw.get(key), str)}
+    template = OpaqueReportTemplate.model_validate(known)
+    for key, value in raw.items():
+        if key not in known:
+            setattr(template, key, value)  # extra="allow": kept and written back as received
+    return template
 
 
 class BenchReport(ReportDefinition):

@@ -39,9 +39,9 @@ class BenchResult(ApiModel):
 class Progress(ApiModel):
     """Progress of a run, ``GET /runtime/bench-results/progress/{id}`` (beyond-the-spec).
 
-    The service answers 0 to 100, one document says 0 to 1: :attr:`percent` tolerates both with one
-    rule: a JSON *float* in ``[0.0, 1.0]`` is a fraction (``0.5`` -> 50 %, ``1.0`` -> 100 %); an
-    *integer* is always a percentage (``1`` -> 1 %, ``50`` -> 50 %), as is any number above 1.
+    ``value`` is a percentage, 0 to 100, often with decimals (``{"value": 0.5}`` is half a percent):
+    both official clients print it as ``%.2f%%`` as it comes. (An older guess read a float up to 1.0
+    as a fraction; the official clients show it is not.)
     """
 
     value: Number | None = None
@@ -52,8 +52,7 @@ class Progress(ApiModel):
         value = self.value
         if value is None or isinstance(value, bool) or not math.isfinite(value):
             return None
-        scaled = value * 100.0 if isinstance(value, float) and 0.0 <= value <= 1.0 else float(value)
-        return min(max(scaled, 0.0), 100.0)
+        return min(max(float(value), 0.0), 100.0)
 
 
 class GlobalMetric(ApiModel):

@@ -7,7 +7,6 @@ class and cheap helpers; the hook, the models and the object-storage code load w
 from __future__ import annotations
 
 import ast
-import fnmatch
 import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -16,14 +15,26 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
+from airflow_provider_loadtest.decisions.run_files import (
+    AGENT_LOG_PATTERNS,
+    is_agent_log,
+    saved_file,
+    select_run_files,
+)
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
 
-#: Per-agent logs: one per load generator, large and rarely read. The official CI plugins skip them.
-AGENT_LOG_PATTERNS: tuple[str, ...] = ("agent*.log", "agent*.log.gz", "*-agent-*.log")
+__all__ = [
+    "AGENT_LOG_PATTERNS",
+    "DownloadReportOperator",
+    "DownloadRunFilesOperator",
+    "is_agent_log",
+    "run_ids",
+]
+
 DEFAULT_PDF_TIMEOUT = timedelta(minutes=10)
 
 
@@ -46,8 +57,8 @@ def run_ids(
     if missing:
         raise ValueError(
             f"missing {' and '.join(missing)}: pass run= (the dict RunScenarioOperator returns, e.g. "
-            "run=run_test.output) or the ids explicitly. No documented call turns a report id into its "
-            "run's bench result id, so both are needed."
+            "run=run_test.output) or the ids explicitly"
+            + (" (report_id alone is enough: the report names its run)." if need_report else ".")
         )
     return (validate_path_id("report_id", report) if need_report else None), validate_path_id(
         "bench_result_id", result
@@ -72,12 +83,6 @@ def _as_record(run: Any) -> Mapping[str, Any]:
     )
 
 
-def is_agent_log(filename: str) -> bool:
-    """Whether a run file is a per-agent log (skipped unless asked for)."""
-    name = filename.lower()
-    return any(fnmatch.fnmatch(name, pattern) for pattern in AGENT_LOG_PATTERNS)
-
-
 class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
     """Save a run's report as a PDF file, for people: mail it, archive it, publish it.
 
@@ -87,7 +92,9 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
     :param run: the dict ``RunScenarioOperator`` returns (``run=run_test.output``); it carries both
         ids the download needs.
     :param report_id: the report to print (instead of ``run``; the last segment of its web UI URL).
-    :param bench_result_id: the run the report belongs to (its files are stored with the run).
+        Alone it is enough: the report's run is read from the service (``GET /analysis/bench-reports``).
+    :param bench_result_id: the run the report belongs to (its files are stored with the run); by
+        default the report's first run.
     :param export_config: page settings, e.g. ``{"pageFormat": "A4", "orientation": "LANDSCAPE"}``
         (keys of the service's ``ExportReportConfig``); ``None`` uses the service's defaults.
     :param pdf_timeout: longest wait for the service to render the PDF.
@@ -130,10 +137,7 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
 
-        report_id, bench_result_id = run_ids(
-            self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
-        )
-        assert report_id is not None
+        report_id, bench_result_id = self._report_and_run()
         destination = storage_path(self.destination)  # a bad destination fails before the PDF is made
         pdf = self.hook.export_report_pdf(  # checks export_config before any call
             report_id,
@@ -146,21 +150,44 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         self.log.info("Saved the PDF of report %s to %s (%d bytes)", report_id, saved.path, saved.size)
         return {**saved.to_xcom(), "report_id": report_id, "bench_result_id": bench_result_id}
 
+    def _report_and_run(self) -> tuple[str, str]:
+        """The report to print and the run its PDF is stored with. Given only a report id, the run is
+        the report's first ``benchResultIds`` entry, read from the service (one GET)."""
+        record = _as_record(self.run)
+        report_id = self.report_id or record.get("report_id")
+        if report_id and not (self.bench_result_id or record.get("bench_result_id")):
+            report_id = validate_path_id("report_id", report_id)
+            run = self.hook.get_bench_report(report_id).bench_result_id
+            if not run:
+                raise ValueError(
+                    f"report {report_id!r} names no run (its benchResultIds is empty): pass bench_result_id"
+                )
+            self.log.info("Report %s belongs to run %s", report_id, run)
+            return report_id, validate_path_id("bench_result_id", run)
+        report, bench_result_id = run_ids(
+            self.run, report_id=self.report_id, bench_result_id=self.bench_result_id, need_report=True
+        )
+        assert report is not None  # noqa: S101 - type narrowing: run_ids(need_report=True) raises
+        return report, bench_result_id
+
 
 class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
-    """Save a run's files (JUnit XML, JMeter log, printed reports) into a folder, for machines.
+    """Save a run's files (JUnit XML, JMeter log, JTL results, printed reports) into a folder, for machines.
 
     :param destination: the folder to fill (absolute path, ``file://`` or object-store URL, or an
         ``ObjectStoragePath``). Each file is written atomically under its service-side name.
     :param run: the dict ``RunScenarioOperator`` returns; or give ``bench_result_id``.
     :param bench_result_id: the run whose files to fetch.
     :param include: shell-style patterns of the names to fetch (default: every file).
-    :param include_agent_logs: also fetch the per-agent logs, which the official CI plugins skip:
-        one per load generator, large and rarely read.
+    :param include_agent_logs: also fetch the monitoring agents' logs (``*-agent.log``, gzipped or
+        not), which the official CI plugins skip: one per load generator, large and rarely read.
+    :param decompress: save a ``.gz`` file decompressed under its name without ``.gz``
+        (``results.jtl.gz`` as ``results.jtl``), as the official clients do; ``False`` keeps it as is.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     A name that is not a plain file name (``../x``, ``a/b``) is skipped with a warning: it would write
-    outside the folder. Returns the list of ``{"name", "path", "size"}`` of the files written.
+    outside the folder. Returns the list of ``{"name", "path", "size"}`` of the files written (``name``
+    is the name saved under).
     """
 
     template_fields: Sequence[str] = ("destination", "run", "bench_result_id", "include")
@@ -174,6 +201,7 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         bench_result_id: str | None = None,
         include: Sequence[str] | None = None,
         include_agent_logs: bool = False,
+        decompress: bool = True,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -185,16 +213,11 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         self.bench_result_id = bench_result_id
         self.include = include
         self.include_agent_logs = include_agent_logs
+        self.decompress = decompress
 
     def select(self, names: Sequence[str]) -> list[str]:
         """The names to fetch: matching ``include``, agent logs only when asked for."""
-        patterns = [self.include] if isinstance(self.include, str) else list(self.include or ["*"])
-        return [
-            name
-            for name in names
-            if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
-            and (self.include_agent_logs or not is_agent_log(name))
-        ]
+        return select_run_files(names, self.include, include_agent_logs=self.include_agent_logs)
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
@@ -219,7 +242,10 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         )
         saved = []
         for name in chosen:
-            written = write_atomically(folder / name, self.hook.download_run_file(bench_result_id, name))
+            local_name, content = saved_file(
+                name, self.hook.download_run_file(bench_result_id, name), decompress=self.decompress
+            )
+            written = write_atomically(folder / local_name, content)
             self.log.info("Saved %s (%d bytes)", written.path, written.size)
-            saved.append({"name": name, **written.to_xcom()})
+            saved.append({"name": local_name, **written.to_xcom()})
         return saved

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from airflow.sdk import BaseOperator, conf
+from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_path_id
+from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.decisions.run_record import (
     RUN_RECORD_KEY,
     RunRecord,
@@ -49,10 +50,13 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     :param template_name: choose the template by name instead, from ``workspace_id``'s templates (exact
         match first, then ignoring case; no match or several matches fail the task before anything
         starts).
-    :param workspace_id: the scenario's workspace; needed with ``template_name``, and to build the
-        report link (the service's answer does not name the workspace).
+    :param workspace_id: the scenario's workspace; needed with ``template_name``. For the report link
+        it is looked up when not given (the scenario's project, then that project's workspace, once
+        per run); giving it skips those two calls.
     :param test_name: a name for this run in the service (e.g. ``"nightly {{ ds }}"``).
     :param properties: key/value properties passed to the run (newer servers).
+    :param subscription_id: the subscription that pays for the run, for accounts with several
+        (sent as the query parameter ``subscriptionId``).
     :param wait_for_completion: wait until the run ends (default). ``False`` returns once it started.
     :param check_interval: seconds between two polls of the run's state (the official clients use 10);
         a finite, positive number.
@@ -98,6 +102,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         "workspace_id",
         "test_name",
         "properties",
+        "subscription_id",
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
@@ -115,6 +120,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         workspace_id: str | None = None,
         test_name: str | None = None,
         properties: Mapping[str, str] | None = None,
+        subscription_id: str | None = None,
         wait_for_completion: bool = True,
         check_interval: float = 10.0,
         timeout: float | timedelta | None = None,
@@ -133,7 +139,12 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             raise ValueError("give template_id or template_name, not both")
         if template_name is not None and workspace_id is None:
             raise ValueError("template_name needs workspace_id: templates are listed per workspace")
-        check_literal_ids(scenario_id=scenario_id, template_id=template_id, workspace_id=workspace_id)
+        check_literal_ids(
+            scenario_id=scenario_id,
+            template_id=template_id,
+            workspace_id=workspace_id,
+            subscription_id=subscription_id,
+        )
         gate = check_gate_severity(fail_on_alarm_severity)
         interval_s = positive_seconds("check_interval", check_interval)
         timeout_s = positive_seconds("timeout", timeout)
@@ -152,6 +163,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         self.workspace_id = workspace_id
         self.test_name = test_name
         self.properties = properties
+        self.subscription_id = subscription_id
         self.wait_for_completion = wait_for_completion
         self.check_interval = interval_s if interval_s is not None else 10.0
         self.timeout = timeout_s
@@ -199,6 +211,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         from airflow_provider_loadtest.decisions.watch import RunOutcome
 
         run = StartedRun.from_xcom(event["run"])
+        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
         self._check_store_holds(context, run)
         if event.get("status") != "done":
             raise self._wait_ended_without_verdict(
@@ -221,8 +234,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         Returns the run and, for a run of an earlier try, its state. The rules are in
         ``decisions.run_record``; the record lives in Airflow's task state store (3.3+).
         """
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
         from airflow_provider_loadtest.decisions.runs import StartedRun
 
         store = _context_get(context, "task_state_store")
@@ -273,9 +285,8 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def _start_recorded(self, store: Any, max_tries: int | None) -> StartedRun:
         """Send the start, with "start in flight" recorded before and the run recorded after."""
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
         from airflow_provider_loadtest.api.errors import LoadTestApiError
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         start = self._prepare_start()
         sent_at = time.time()
@@ -356,7 +367,10 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         )
         properties = self._checked_properties()
         template_id = self._resolve_template_id(workspace_id)
-        return _StartRequest(scenario_id, workspace_id, template_id, properties)
+        subscription_id = (
+            validate_path_id("subscription_id", self.subscription_id) if self.subscription_id else None
+        )
+        return _StartRequest(scenario_id, workspace_id, template_id, properties, subscription_id)
 
     def _send_start(self, start: _StartRequest, sent_at: float) -> StartedRun:
         from airflow_provider_loadtest.decisions.runs import StartedRun
@@ -366,12 +380,16 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             template_id=start.template_id,
             name=self.test_name or None,
             properties=start.properties,
+            subscription_id=start.subscription_id,
         )
+        workspace_id = start.workspace_id
+        if workspace_id is None and report.project_id:  # for the link only: a failed lookup answers None
+            workspace_id = self.hook.find_workspace_id(start.scenario_id)
         run = StartedRun.from_report(
             report,
             scenario_id=start.scenario_id,
             template_id=start.template_id,
-            workspace_id=start.workspace_id,
+            workspace_id=workspace_id,
             test_name=self.test_name,
             settings=self.hook.settings,
             started_at=sent_at,
@@ -388,9 +406,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         if run.report_url:
             self.log.info("Report: %s", run.report_url)
         else:
-            self.log.info(
-                "No report link: set workspace_id on the task to get one (the service does not name it)"
-            )
+            self.log.info("No report link (set workspace_id on the task to skip the workspace lookup)")
         return run
 
     def _resolve_template_id(self, workspace_id: str | None) -> str | None:
@@ -400,7 +416,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             return validate_path_id("template_id", self.template_id)
         from airflow_provider_loadtest.decisions.templates import require_template
 
-        assert workspace_id is not None  # enforced in __init__
+        assert workspace_id is not None  # noqa: S101 - type narrowing, enforced in __init__
         template = require_template(
             self.hook.list_templates(workspace_id), workspace_id=workspace_id, name=self.template_name
         )
@@ -444,9 +460,8 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     def _watch_here(self, run: StartedRun, options: WatchOptions) -> RunOutcome:
         """Wait on this worker. If the wait is cut short (execution_timeout, kill, shutdown), the run
         is stopped; an API outage while polling leaves it going for a retry to re-attach to."""
-        from airflow.sdk.exceptions import AirflowFailException, AirflowTaskTimeout
-
         from airflow_provider_loadtest.api.errors import LoadTestApiError
+        from airflow_provider_loadtest.compat import AirflowFailException, AirflowTaskTimeout
         from airflow_provider_loadtest.decisions.watch import watch_run
 
         try:
@@ -471,7 +486,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def _wait_ended_without_verdict(self, run: StartedRun, why: str, *, never_succeeds: bool) -> Exception:
         """The failure of a wait that ended with the run possibly still going: say how to stop it."""
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
         if self._store_works and not never_succeeds:
@@ -492,7 +507,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         if outcome.succeeded:
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         ti = _context_get(context, "ti")
         if ti is not None:
@@ -571,7 +586,7 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     def _fail_saving(self, context: Context, run: StartedRun, key: str, exc: Exception) -> NoReturn:
         if self._store_works:
             raise exc  # the retry re-attaches to the FINISHED run and saves again
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow_provider_loadtest.compat import AirflowFailException
 
         raise AirflowFailException(
             f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "
@@ -602,19 +617,19 @@ class _StartRequest:
     workspace_id: str | None
     template_id: str | None
     properties: dict[str, str] | None
+    subscription_id: str | None
 
 
 @contextmanager
 def _refusing_what_cannot_succeed() -> Iterator[None]:
     """Fail without retries on what a retry would meet again: a refused key, an unknown scenario or
     template, an id or setting that fails validation once rendered."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from airflow_provider_loadtest.api.errors import (
         AmbiguousTemplateError,
         LoadTestApiError,
         TemplateNotFoundError,
     )
+    from airflow_provider_loadtest.compat import AirflowFailException
 
     try:
         yield

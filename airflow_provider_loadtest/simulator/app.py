@@ -34,7 +34,7 @@ from airflow_provider_loadtest.models import (
     ThresholdAlarmReportItem,
     Workspace,
 )
-from airflow_provider_loadtest.simulator.faults import FaultSpec, RequestTarget
+from airflow_provider_loadtest.simulator.faults import FaultSpec, RequestTarget, hang_up, hold, rewriting_send
 from airflow_provider_loadtest.simulator.recorder import RecordedRequest
 from airflow_provider_loadtest.simulator.seed import SettingsSpec
 from airflow_provider_loadtest.simulator.state import FAILED_STACK_TRACE, SimulatorError, SimulatorState
@@ -97,9 +97,18 @@ class SimulatorApp(FastAPI):
                 )
             )
 
-        if fault is not None and fault.kind in ("rate_limit", "error"):
+        if fault is not None and fault.kind in ("rate_limit", "error", "unavailable"):
             await _send_fault_response(fault, send)
             record(fault.status)
+            return
+        if fault is not None and fault.kind == "hang":
+            await hold(fault, send)
+            record(None)
+            await _drop_connection(send)
+            return
+        if fault is not None and fault.kind in ("garbage", "trickle"):
+            await super().__call__(scope, replay, rewriting_send(fault, send, status_seen.append))
+            record(status_seen[0] if status_seen else None)
             return
         if fault is not None and fault.kind == "drop":
             record(None)
@@ -182,7 +191,7 @@ async def _send_fault_response(fault: FaultSpec, send: Send) -> None:
     texts = {429: "Too many requests", 502: "Bad gateway", 503: "Service unavailable", 504: "Gateway timeout"}
     body = texts.get(status, "Injected fault").encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    if status == 429:
+    if status == 429 or fault.kind == "unavailable":
         headers.append((b"retry-after", str(fault.retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
@@ -195,12 +204,7 @@ async def _drop_connection(send: Send) -> None:
     closing it (and marking the cycle disconnected, so uvicorn does not try to answer 500) is the one
     way to make an ASGI app hang up. Without it, fall back to a truncated answer.
     """
-    cycle = getattr(send, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is not None and hasattr(transport, "close"):
-        transport.close()
-        if cycle is not None and hasattr(cycle, "disconnected"):
-            cycle.disconnected = True
+    if hang_up(send):
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
     await send({"type": "http.response.body", "body": b"{", "more_body": True})

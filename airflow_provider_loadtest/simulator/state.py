@@ -287,7 +287,7 @@ class SimulatorState:
         if scenario is None:
             raise SimulatorError(404, f"Unknown scenario: {scenario_id}")
         project = self.seed.project(scenario.project_id)
-        assert project is not None  # the seed checks references
+        assert project is not None  # noqa: S101 - type narrowing: the seed checks references
         template: dict[str, Any] | None = None
         if template_id is not None:
             template = self.seed.template(template_id)

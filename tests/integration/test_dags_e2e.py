@@ -163,6 +163,20 @@ def test_timed_out_try_stops_its_run_and_is_not_retried(
     assert "Stopping run" in result.output
 
 
+def test_task_failing_before_a_run_starts_logs_no_second_error(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """No run, so no report link: and no "[error] XCom not found" line that reads like a second failure."""
+    result = _run(
+        airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_SCENARIO="no-such-scenario"
+    )
+    assert not result.succeeded
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"][0] == "failed"
+    assert [r.status for r in sim.starts()] == [404]  # the service refused: no run
+    assert "XCom not found" not in result.output
+    assert not result.xcom("loadtest_e2e_lifecycle", "run_load_test", "_link_LoadTestReportLink")
+
+
 def test_start_answer_dropped_fails_for_good_with_one_run_billed(
     airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
 ) -> None:

@@ -710,6 +710,8 @@ def test_enum_value_sets_match_the_spec() -> None:
         "NUMBER_COUNTER",
         "TEXTUAL_COUNTER",
         "THRESHOLD_ALARM",
+        "HIT",  # the service's documentation (issue 9, point 11)
+        "CONTAINER",
     }
     assert [e.value for e in m.PageFormat] == [
         "A0", "A1", "A2", "A3", "A4", "A5", "A6", "LETTER", "LEGAL", "TABLOID", "LEDGER",
@@ -725,6 +727,8 @@ def test_enum_value_sets_match_the_spec() -> None:
         "CONTAINS_IGNORECASE",
         "STARTS_WITH",
         "ENDS_WITH",
+        "STARTS_WITH_IGNORECASE",
+        "ENDS_WITH_IGNORECASE",
     }
     assert [e.value for e in m.TaskStatus] == ["PENDING", "SUCCESS", "FAILED"]
 
@@ -867,10 +871,10 @@ def test_bench_result_state_and_terminal() -> None:
 @pytest.mark.parametrize(
     ("value", "percent"),
     [
-        (0.5, 50.0),  # float in [0, 1]: a fraction
+        (0.5, 0.5),  # a percentage with decimals, as the official clients print it (issue 9, point 8)
         (0.0, 0.0),
-        (1.0, 100.0),  # the float 1.0 is a whole fraction
-        (0.25, 25.0),
+        (1.0, 1.0),  # not a fraction: the old 0-to-1 guess is gone
+        (0.25, 0.25),
         (1, 1.0),  # an integer is always a percentage
         (0, 0.0),
         (50, 50.0),

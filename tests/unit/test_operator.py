@@ -61,12 +61,13 @@ def test_returns_json_safe_run_dict_and_publishes_link(loadtest_conn: str, reque
 
 def test_template_id_is_used_as_given(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
     requests_mock.post(RUN_URL, json=BENCH_REPORT)
+    requests_mock.get(f"{BASE_URL}/runtime/scenarios/sc-1", status_code=404)
     result = RunScenarioOperator(
         task_id="t", wait_for_completion=False, scenario_id="sc-1", template_id="t-9"
     ).execute(_context())  # type: ignore[arg-type]
     assert result["template_id"] == "t-9"
-    assert result["report_url"] is None  # no workspace: no documented call supplies it
-    assert requests_mock.call_count == 1
+    assert result["report_url"] is None  # no workspace, and its lookup failed: no link, no failure
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET"]
 
 
 def test_missing_template_lists_what_exists_and_starts_nothing(
@@ -143,7 +144,7 @@ def test_properties_are_sent_as_strings(loadtest_conn: str, requests_mock: rm.Mo
     RunScenarioOperator(
         task_id="t", wait_for_completion=False, scenario_id="sc-1", properties={"USERS": 50}
     ).execute(_context())  # type: ignore[arg-type, dict-item]
-    assert requests_mock.last_request.json() == {"map": {"USERS": "50"}}
+    assert requests_mock.request_history[0].json() == {"map": {"USERS": "50"}}
 
 
 def test_answer_without_run_id_is_an_error(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
@@ -168,19 +169,23 @@ def test_templated_fields() -> None:
         "workspace_id",
         "test_name",
         "properties",
+        "subscription_id",
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
     }
 
 
-def test_link_reads_the_published_url() -> None:
+def test_link_reads_the_published_url_without_asking_the_xcom_api() -> None:
+    """A task that failed before starting a run: no XCom lookup, so no "[error] XCom not found" line."""
     link = LoadTestReportLink()
-    with mock.patch(
-        "airflow.sdk.execution_time.xcom.XCom.get_value", return_value="https://x/ui/r"
-    ) as get_value:
-        assert link.get_link(mock.sentinel.op, ti_key=mock.sentinel.key) == "https://x/ui/r"  # type: ignore[arg-type]
-    assert get_value.call_args.kwargs == {"ti_key": mock.sentinel.key, "key": REPORT_URL_XCOM_KEY}
-    with mock.patch("airflow.sdk.execution_time.xcom.XCom.get_value", return_value=None):
-        assert link.get_link(mock.sentinel.op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+    op = mock.Mock(spec=[])
+    with mock.patch("airflow.sdk.execution_time.xcom.XCom.get_value") as get_value:
+        assert link.get_link(op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+        ti = mock.Mock()
+        LoadTestReportLink.publish({"task": op, "ti": ti}, "https://x/ui/r")
+        assert link.get_link(op, ti_key=mock.sentinel.key) == "https://x/ui/r"  # type: ignore[arg-type]
+    get_value.assert_not_called()
+    pushed = {c.kwargs["key"]: c.kwargs["value"] for c in ti.xcom_push.call_args_list}
+    assert pushed == {REPORT_URL_XCOM_KEY: "https://x/ui/r", link.xcom_key: "https://x/ui/r"}
     assert link.name == "Load test report"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from importlib import import_module
 from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
@@ -31,21 +30,6 @@ def test_entry_point_is_registered() -> None:
     ]
     assert found.load()()["package-name"] == "airflow-provider-loadtest"
     assert get_provider_info()["versions"] == [__version__]
-
-
-def test_every_class_and_module_named_in_provider_info_exists() -> None:
-    info = get_provider_info()
-    dotted = [
-        *(c["hook-class-name"] for c in info["connection-types"]),
-        *info["extra-links"],
-    ]
-    for path in dotted:
-        module, _, name = path.rpartition(".")
-        assert hasattr(import_module(module), name), path
-    for section in ("hooks", "operators", "sensors"):
-        for entry in info[section]:
-            for module in entry["python-modules"]:
-                import_module(module)
 
 
 def test_typed_marker_ships() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import requests_mock as rm
 from airflow.sdk import ObjectStoragePath
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.hooks import artifacts
 from airflow_provider_loadtest.hooks import loadtest as hook_module
@@ -61,10 +61,20 @@ def hook(loadtest_conn: str) -> LoadTestHook:
     return LoadTestHook(loadtest_conn_id=loadtest_conn)
 
 
-def _print_service(requests_mock: rm.Mocker, polls: list[dict[str, Any]], pdf: bytes = PDF) -> None:
+def _print_service(
+    requests_mock: rm.Mocker, polls: list[dict[str, Any]], pdf: bytes = PDF, files: list[Any] | None = None
+) -> None:
+    """The print task's calls; ``files`` are the run's file listings, in order (one listing before the
+    task starts, one after it ends when the task named no file)."""
+    requests_mock.get(LIST_URL, [{"json": listing} for listing in files or [[]]])
     requests_mock.post(TASKS_URL, text="task-1", headers={"Content-Type": "text/plain"})
     requests_mock.get(RESULT_URL, polls)
     requests_mock.get(FILE_URL, content=pdf, headers={"Content-Type": "application/pdf"})
+
+
+def _task_request(requests_mock: rm.Mocker) -> Any:
+    """The ``POST /tasks`` request (the run's files are listed before it)."""
+    return next(r for r in requests_mock.request_history if r.method == "POST" and r.url == TASKS_URL)
 
 
 def _calls(requests_mock: rm.Mocker, url: str) -> int:
@@ -82,8 +92,7 @@ def test_legacy_shape_empty_body_while_pending(
         "rep-1", "br-1", config={"pageFormat": "A4", "orientation": "LANDSCAPE"}, poll_interval=3
     )
     assert pdf == PDF
-    task = requests_mock.request_history[0]
-    assert task.method == "POST"
+    task = _task_request(requests_mock)
     assert task.json() == {
         "@type": "PrintReportTask",
         "benchReportId": "rep-1",
@@ -107,7 +116,7 @@ def test_status_envelope_shape(hook: LoadTestHook, requests_mock: rm.Mocker, clo
     )
     assert hook.export_report_pdf("rep-1", "br-1") == PDF
     assert clock == [report_pdf.DEFAULT_PDF_POLL_INTERVAL_S]
-    assert requests_mock.request_history[0].json() == {"@type": "PrintReportTask", "benchReportId": "rep-1"}
+    assert _task_request(requests_mock).json() == {"@type": "PrintReportTask", "benchReportId": "rep-1"}
 
 
 def test_envelope_with_the_file_name_on_top(
@@ -161,19 +170,21 @@ def test_an_answer_that_is_not_a_pdf_is_refused(
         hook.export_report_pdf("rep-1", "br-1")
 
 
-def test_success_without_a_file_name_is_an_error(
+def test_success_without_a_file_name_and_no_pdf_in_the_run_is_an_error(
     hook: LoadTestHook, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
-    _print_service(requests_mock, [{"json": {"status": "SUCCESS"}}])
-    with pytest.raises(LoadTestApiError, match="named no file"):
+    _print_service(requests_mock, [{"json": {"status": "SUCCESS"}}], files=[["jmeter.log"], ["jmeter.log"]])
+    with pytest.raises(LoadTestApiError, match="lists no PDF file"):
         hook.export_report_pdf("rep-1", "br-1")
+    assert _calls(requests_mock, FILE_URL) == 0
 
 
 def test_task_id_that_is_not_an_id_is_refused(hook: LoadTestHook, requests_mock: rm.Mocker) -> None:
+    requests_mock.get(LIST_URL, json=[])
     requests_mock.post(TASKS_URL, text="<html>../admin</html>")
     with pytest.raises(LoadTestApiError, match="not a task id"):
         hook.export_report_pdf("rep-1", "br-1")
-    assert len(requests_mock.request_history) == 1
+    assert [r.method for r in requests_mock.request_history] == ["GET", "POST"]
 
 
 def test_json_string_task_id_is_read(
@@ -292,6 +303,11 @@ def test_relative_and_empty_destinations_are_refused() -> None:
 
 
 def test_object_store_destination(tmp_path: Path) -> None:
+    import fsspec
+    from airflow.sdk.io.store import attach
+
+    # Airflow 3.1 knows no memory:// store by itself (3.2+ does): attach fsspec's, as a user would.
+    attach("memory", fs=fsspec.filesystem("memory"))
     target = ObjectStoragePath("memory://loadtest-tests/nightly/report.pdf")
     saved = artifacts.write_atomically(target, PDF)
     assert saved.size == len(PDF)
@@ -318,6 +334,7 @@ def test_explicit_ids_win_over_the_run(
 ) -> None:
     requests_mock.post(TASKS_URL, text="task-1")
     requests_mock.get(RESULT_URL, [DONE_LEGACY])
+    requests_mock.get(f"{BASE_URL}/analysis/logs/list/br-9", json=[])
     requests_mock.get(f"{BASE_URL}/analysis/logs/br-9", content=PDF)
     DownloadReportOperator(
         task_id="pdf", run=RUN, bench_result_id="br-9", destination=str(tmp_path / "r.pdf")
@@ -328,9 +345,7 @@ def test_explicit_ids_win_over_the_run(
 def test_missing_ids_fail_before_any_call(
     loadtest_conn: str, requests_mock: rm.Mocker, tmp_path: Path
 ) -> None:
-    op = DownloadReportOperator(
-        task_id="pdf", run={"report_id": "rep-1"}, destination=str(tmp_path / "r.pdf")
-    )
+    op = DownloadRunFilesOperator(task_id="files", run={"report_id": "rep-1"}, destination=str(tmp_path))
     with pytest.raises(ValueError, match="missing bench_result_id: pass run="):
         op.execute(_context())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="missing report_id and bench_result_id"):
@@ -514,7 +529,7 @@ def test_a_retry_after_a_save_failure_saves_without_a_second_start(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], tmp_path: Path
 ) -> None:
     _service(requests_mock, ["FINISHED"])
-    requests_mock.get(JUNIT_URL, [{"status_code": 500, "text": "boom"}, {"text": "<testsuites/>"}])
+    requests_mock.get(JUNIT_URL, [{"status_code": 409, "text": "boom"}, {"text": "<testsuites/>"}])
     store = FakeStateStore()
     target = tmp_path / "junit.xml"
     with pytest.raises(LoadTestApiError):

@@ -10,10 +10,15 @@ from unittest import mock
 
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
+from airflow_provider_loadtest.compat import (
+    AIRFLOW_V_3_3_PLUS,
+    AirflowException,
+    AirflowFailException,
+    TaskDeferred,
+)
 from airflow_provider_loadtest.hooks import loadtest as hook_module
-from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY
+from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
 from tests.conftest import BASE_URL
@@ -179,7 +184,7 @@ def test_timeout_stops_the_run_then_fails(
 def test_execution_timeout_interrupting_the_wait_stops_the_run(
     loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow.sdk.exceptions import AirflowTaskTimeout
+    from airflow_provider_loadtest.compat import AirflowTaskTimeout
 
     _service(requests_mock, ["RUNNING"] * 50)
 
@@ -355,6 +360,10 @@ def test_execute_complete_success_and_failure(loadtest_conn: str) -> None:
         )  # type: ignore[arg-type]
 
 
+@pytest.mark.skipif(
+    not AIRFLOW_V_3_3_PLUS,
+    reason="Airflow calls BaseTrigger.on_kill from 3.3 on; 3.1's async connection lookup needs a triggerer",
+)
 def test_trigger_on_kill_stops_the_run(loadtest_conn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
@@ -388,6 +397,18 @@ def test_argument_checks() -> None:
         _op(check_interval=0)
     with pytest.raises(ValueError, match="timeout"):
         _op(timeout=-5)
+
+
+def test_resumed_task_keeps_its_report_link(loadtest_conn: str) -> None:
+    """After deferral a new process computes the link at task end: it comes from the trigger's run record."""
+    op = _op(deferrable=True)
+    link = LoadTestReportLink()
+    assert link.get_link(op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
+    context = {**_context(), "task": op}
+    failed = _outcome(state="ERROR", reason="ended", succeeded=False, message="Run br-1 failed")
+    with pytest.raises(AirflowException):
+        op.execute_complete(context, {"status": "done", "run": _saved_record(), "outcome": failed})  # type: ignore[arg-type]
+    assert link.get_link(op, ti_key=mock.sentinel.key) == _saved_record()["report_url"]  # type: ignore[arg-type]
 
 
 # --- the start-once rules (issue 10) ------------------------------------------------------------

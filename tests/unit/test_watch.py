@@ -137,7 +137,7 @@ def test_unknown_state_is_not_terminal() -> None:
         ("WARNING", [WARNING], False),
         ("WARNING", [CRITICAL], False),
         ("WARNING", [PASSED], True),
-        ("WARNING", [{"id": "x", "severity": "SOMETHING_NEW"}], True),
+        ("WARNING", [{"id": "x", "severity": "SOMETHING_NEW"}], False),  # fails closed (issue 10)
     ],
 )
 def test_gate_after_the_run(gate: str | None, alarms: list[dict[str, Any]], passes: bool) -> None:
@@ -188,7 +188,18 @@ def test_progress_logged_at_a_readable_pace() -> None:
     progress_lines = [line for line in service.logs if line.startswith(f"Run {RUN}:")]
     # one line for PENDING, one when RUNNING starts, then one a minute over 300 s of RUNNING
     assert 6 <= len(progress_lines) <= 8
-    assert any("40% done" in line and "Hits 120" in line and "Avg 80 ms" in line for line in progress_lines)
+    assert any("40.0% done" in line and "Hits 120" in line and "Avg 80 ms" in line for line in progress_lines)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(12.345, "12.3% done"), (0.5, "0.5% done"), (100, "100.0% done")]
+)
+def test_progress_is_a_percentage_logged_with_one_decimal(value: float, shown: str) -> None:
+    """Issue 9, point 8: the service answers 0 to 100 with decimals; 0.5 is half a percent, not 50 %."""
+    service = FakeService(["RUNNING", "FINISHED"])
+    service.progress = {"value": value}
+    service.watch(check_interval_s=10)
+    assert any(shown in line for line in service.logs if line.startswith(f"Run {RUN}:")), service.logs
 
 
 def test_progress_without_a_number_is_logged_without_a_percentage() -> None:

@@ -1,0 +1,230 @@
+"""Triggerer scale: many deferred run-waits in one asyncio loop, as Airflow's triggerer runs them.
+
+For each number of waits, a fresh process runs that many real ``LoadTestRunTrigger.run()`` generators
+against simulators in other processes (runs that last an hour, so every wait keeps polling), and
+reports, once every wait has polled: resident memory per wait, sockets per wait, CPU per poll, and
+poll lateness (how late a poll wakes after its pause, p50/p99). Beside it, in the same run and
+interleaved, the pattern many providers use: a new HTTP client for every poll.
+
+    .venv/bin/python benchmarks/triggerer_scale.py [--waits 100 1000 2000] [--interval 10]
+        [--simulators 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import open_sockets, percentile, rss_kib, simulators, table
+
+VARIANTS = ("ours: LoadTestRunTrigger", "baseline: a new client per poll")
+
+
+def start_runs(urls_keys: list[tuple[str, str]], count: int) -> list[tuple[int, str]]:
+    """Start ``count`` runs spread over the simulators; ``(simulator index, bench result id)``."""
+    runs = []
+    sessions = [requests.Session() for _ in urls_keys]
+    for i in range(count):
+        index = i % len(urls_keys)
+        url, key = urls_keys[index]
+        answer = sessions[index].post(
+            f"{url}/runtime/scenarios/run/demo-scenario",
+            headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
+            timeout=30,
+        )
+        answer.raise_for_status()
+        runs.append((index, answer.json()["benchResultIds"][0]))
+    return runs
+
+
+# --- the child process: one variant, one size ---------------------------------------------------
+
+
+async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one measurement, read top to bottom)
+    import httpx
+
+    from airflow_provider_loadtest.hooks import async_client
+    from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+    from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
+
+    loop = asyncio.get_running_loop()
+    interval = float(spec["interval"])
+    sims: list[tuple[str, str]] = spec["simulators"]
+    late: list[float] = []
+    polls = [0]
+    ended: list[str] = []  # waits that ended (they should not: the runs last an hour)
+
+    async def timed_sleep(seconds: float) -> None:
+        due = loop.time() + seconds
+        await asyncio.sleep(seconds)
+        late.append(max(0.0, loop.time() - due))
+        polls[0] += 1
+
+    settings = {
+        f"sim{i}": ConnectionSettings(base_url=url, api_key=key, ui_url=url + "/ui")
+        for i, (url, key) in enumerate(sims)
+    }
+
+    async def settings_for(conn_id: str) -> ConnectionSettings:
+        return settings[conn_id]
+
+    async_client.settings_for = settings_for  # type: ignore[assignment]
+    async_client._sleep = timed_sleep  # type: ignore[assignment]
+
+    def ours(index: int, bench_result_id: str) -> Any:
+        trigger = LoadTestRunTrigger(
+            loadtest_conn_id=f"sim{index}",
+            run_record={"bench_result_id": bench_result_id},
+            options={"check_interval_s": interval, "log_every_s": 3600.0},
+            started_at=time.time(),
+        )
+
+        async def consume() -> None:
+            async for event in trigger.run():
+                ended.append(str(event.payload.get("message") or event.payload.get("status")))
+                return
+
+        return consume()
+
+    async def client_per_poll(index: int, bench_result_id: str) -> None:
+        url, key = sims[index]
+        while True:
+            async with httpx.AsyncClient(
+                headers={"Authorization": f"Bearer {key}", "Accept": "application/json"}
+            ) as client:
+                answer = await client.get(f"{url}/runtime/bench-results/{bench_result_id}")
+                answer.json()
+            await timed_sleep(interval)
+
+    make = ours if spec["variant"].startswith("ours") else client_per_poll
+    # Warm up imports and the first connection on a wait that is not counted.
+    warm = asyncio.ensure_future(make(*spec["runs"][0]))
+    await asyncio.sleep(min(1.0, interval))
+    warm.cancel()
+    await asyncio.gather(warm, return_exceptions=True)
+    late.clear()
+    polls[0] = 0
+
+    rss_before, sockets_before = rss_kib(), open_sockets()
+    tasks = [asyncio.ensure_future(make(index, bid)) for index, bid in spec["runs"][1:]]
+    await asyncio.sleep(2 * interval)  # every wait has polled at least once
+    late.clear()
+    polls_before, cpu_before, wall_before = polls[0], time.process_time(), time.perf_counter()
+    await asyncio.sleep(2 * interval)
+    cpu = time.process_time() - cpu_before
+    polls_made = polls[0] - polls_before
+    wall = time.perf_counter() - wall_before
+    rss_after, sockets_after = rss_kib(), open_sockets()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    waits = len(spec["runs"]) - 1
+    expected = waits * wall / interval
+    return {
+        "waits": waits,
+        "rss_per_wait_kib": (rss_after - rss_before) / waits,
+        "sockets_per_wait": (sockets_after - sockets_before) / waits,
+        "cpu_per_poll_ms": 1000.0 * cpu / polls_made if polls_made else float("nan"),
+        "polls_made_pct": 100.0 * polls_made / expected if expected else float("nan"),
+        "late_p50_s": percentile(late, 50),
+        "late_p99_s": percentile(late, 99),
+        "ended": len(ended),
+        "first_end": ended[0] if ended else None,
+    }
+
+
+def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(spec, handle)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", handle.name],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30 * float(spec["interval"]) + 300,
+    ).stdout
+    Path(handle.name).unlink()
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--waits", type=int, nargs="+", default=[100, 1000, 2000])
+    parser.add_argument("--interval", type=float, default=10.0, help="check_interval of every wait (s)")
+    parser.add_argument("--simulators", type=int, default=2)
+    parser.add_argument("--baseline-max", type=int, default=1000, help="skip the baseline above this")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(_child(json.loads(args.child.read_text())))))
+        return
+    results: list[dict[str, Any]] = []
+    with simulators(args.simulators) as sims:
+        urls_keys = [(s.url, s.api_key) for s in sims]
+        runs = start_runs(urls_keys, max(args.waits) + 1)
+        for waits in args.waits:
+            for variant in VARIANTS:
+                if variant.startswith("baseline") and waits > args.baseline_max:
+                    continue
+                spec = {
+                    "variant": variant,
+                    "interval": args.interval,
+                    "simulators": urls_keys,
+                    "runs": runs[: waits + 1],
+                }
+                figures = run_child(spec)
+                figures["variant"] = variant
+                results.append(figures)
+                print(f"  measured {variant} x {waits}", file=sys.stderr, flush=True)
+    rows = [
+        [
+            r["variant"],
+            str(r["waits"]),
+            f"{r['rss_per_wait_kib']:.1f}",
+            f"{r['sockets_per_wait']:.2f}",
+            f"{r['cpu_per_poll_ms']:.3f}",
+            f"{r['polls_made_pct']:.0f} %",
+            f"{r['late_p50_s']:.3f}",
+            f"{r['late_p99_s']:.3f}",
+        ]
+        for r in results
+    ]
+    print(
+        f"Deferred run-waits in one event loop, check_interval {args.interval:g} s, "
+        f"{args.simulators} simulator process(es):"
+    )
+    print(
+        table(
+            rows,
+            [
+                "variant",
+                "waits",
+                "RSS KiB/wait",
+                "sockets/wait",
+                "CPU ms/poll",
+                "polls made",
+                "late p50 s",
+                "late p99 s",
+            ],
+        )
+    )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

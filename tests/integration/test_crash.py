@@ -1,0 +1,297 @@
+"""Crash tests in a real Airflow: a worker killed mid-start and mid-poll, a triggerer restarted mid-wait.
+
+A throwaway AIRFLOW_HOME (SQLite, LocalExecutor) runs the real components as separate processes: API
+server (the execution API the task processes talk to), scheduler, DAG processor and triggerer. The
+simulator runs in this process on 127.0.0.1. Each case asserts the headline promise: one run billed.
+
+* kill during the start: the simulator holds the start's answer (a ``delay`` fault, the run is created
+  when it ends); the task process holding the connection is SIGKILLed; Airflow retries.
+* kill during polling: the run goes; the task process is SIGKILLed between two polls; Airflow retries.
+* triggerer restarted: the deferred wait is in the triggerer; it is stopped (SIGTERM) and a new one
+  started, which takes the trigger over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import psutil  # type: ignore[import-untyped]
+import pytest
+
+from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
+from airflow_provider_loadtest.simulator.faults import FaultSpec
+from tests.chaos.runner import default_seed
+
+pytestmark = pytest.mark.integration
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+START_HELD_S = 25.0  # how long the simulator holds the first start's answer
+CASE_TIMEOUT_S = 240.0
+STARTUP_TIMEOUT_S = 180.0
+
+DAG_FILE = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+
+for dag_id, scenario, deferrable in [
+    ("crash_start", "crash-start", False),
+    ("crash_poll", "crash-poll", False),
+    ("crash_trigger", "crash-trigger", True),
+]:
+    with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False) as dag:
+        RunScenarioOperator(
+            task_id="load_test",
+            scenario_id=scenario,
+            workspace_id="demo-workspace",
+            check_interval=1,
+            timeout=180,
+            deferrable=deferrable,
+            retries=1,
+            retry_delay=timedelta(seconds=1),
+        )
+    globals()[dag_id] = dag
+"""
+
+
+def _free_port() -> int:
+    with closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _seed() -> dict[str, Any]:
+    seed = default_seed()
+    seed["scenarios"] += [
+        {"id": "crash-start", "projectId": "demo-project", "name": "Crash start", "durationSeconds": 15},
+        {"id": "crash-poll", "projectId": "demo-project", "name": "Crash poll", "durationSeconds": 40},
+        {"id": "crash-trigger", "projectId": "demo-project", "name": "Crash trigger", "durationSeconds": 60},
+    ]
+    return seed
+
+
+def _wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+class Cluster:
+    """The Airflow components of one home, as process groups we own and always stop."""
+
+    def __init__(self, home: Path, sim: SimulatorHandle) -> None:
+        self.home = home
+        self.port = _free_port()
+        self.sim = sim
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AIRFLOW_CONN_", "AIRFLOW__", "AIRFLOW_VAR_"))
+        }
+        self.env.update(
+            AIRFLOW_HOME=str(home),
+            AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"),
+            AIRFLOW__CORE__LOAD_EXAMPLES="False",
+            AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+            AIRFLOW__CORE__PARALLELISM="4",
+            AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="False",
+            AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{self.port}/execution/",
+            AIRFLOW__API__HOST="127.0.0.1",
+            AIRFLOW__API__PORT=str(self.port),
+            AIRFLOW__API_AUTH__JWT_SECRET="crash-test-secret-not-for-production-0123456789",
+            AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+            AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT="20",
+            AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL="2",
+            AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+            AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="1",
+            AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD="6",
+            AIRFLOW_CONN_LOADTEST_DEFAULT=json.dumps(
+                {"conn_type": "loadtest", "host": sim.url, "password": sim.api_key}
+            ),
+        )
+        (home / "dags").mkdir(parents=True)
+        (home / "dags" / "crash_dags.py").write_text(DAG_FILE)
+        self.run(["db", "migrate"], timeout=300)
+
+    def run(self, args: list[str], timeout: float = 120) -> str:
+        done = subprocess.run(
+            [AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        assert done.returncode == 0, f"airflow {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        return done.stdout
+
+    def start(self, name: str, *args: str) -> None:
+        log = (self.home / f"{name}.log").open("ab")
+        self.procs[name] = subprocess.Popen(
+            [AIRFLOW, name, *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with closing(sqlite3.connect(self.home / "airflow.db", timeout=10)) as db:
+            return db.execute(sql, args).fetchall()
+
+    def dag_run_state(self, dag_id: str) -> str | None:
+        rows = self.query("select state from dag_run where dag_id = ? order by id desc limit 1", dag_id)
+        return str(rows[0][0]) if rows else None
+
+    def task(self, dag_id: str) -> tuple[str, int] | None:
+        rows = self.query("select state, try_number from task_instance where dag_id = ?", dag_id)
+        return (str(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def log_tail(self) -> str:
+        parts = []
+        for log in sorted(self.home.glob("*.log")):
+            parts.append(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}")
+        return "\n".join(parts)
+
+    def process_talking_to_simulator(self) -> psutil.Process | None:
+        """The task process with a connection open to the simulator (the one making the call)."""
+        port = int(self.sim.url.rsplit(":", 1)[1])
+        root = self.procs.get("scheduler")
+        if root is None:
+            return None
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            try:
+                conns = proc.net_connections(kind="tcp")
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            if any(c.raddr and c.raddr.port == port for c in conns):
+                return proc
+        return None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with run_simulator(_seed()) as sim:
+        airflow = Cluster(tmp_path_factory.mktemp("crash-home"), sim)
+        try:
+            airflow.start("api-server")
+            airflow.start("scheduler")
+            airflow.start("dag-processor")
+            airflow.start("triggerer")
+            try:
+                _wait_for(
+                    "the DAGs to be parsed",
+                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 3,
+                    STARTUP_TIMEOUT_S,
+                    every=2,
+                )
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{airflow.log_tail()}") from None
+            yield airflow
+        finally:
+            airflow.stop_all()
+
+
+def _runs(sim: SimulatorHandle, scenario: str) -> list[str]:
+    return [run.id for run in sim.runs(scenario)]
+
+
+def _finish(cluster: Cluster, dag_id: str) -> str:
+    try:
+        state = _wait_for(
+            f"{dag_id} to end",
+            lambda: (s := cluster.dag_run_state(dag_id)) in ("success", "failed") and s,
+            CASE_TIMEOUT_S,
+            every=2,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; task {cluster.task(dag_id)}\n{cluster.log_tail()}") from None
+    return str(state)
+
+
+def test_worker_killed_during_the_start_then_the_retry_bills_one_run(cluster: Cluster) -> None:
+    sim = cluster.sim
+    sim.state.add_fault(
+        FaultSpec(
+            kind="delay", route="run_scenario", scenario_id="crash-start", delay_seconds=START_HELD_S, count=1
+        )
+    )
+    cluster.run(["dags", "trigger", "crash_start"])
+    victim = _wait_for("the start request", cluster.process_talking_to_simulator, 120)
+    assert _runs(sim, "crash-start") == []  # the answer is held: the start is in flight
+    killed_at = time.monotonic()
+    victim.send_signal(signal.SIGKILL)
+    state = _finish(cluster, "crash_start")
+    time.sleep(max(0.0, killed_at + START_HELD_S + 2 - time.monotonic()))  # the held start lands
+    runs = _runs(sim, "crash-start")
+    print(f"crash_start: DAG run {state}, task {cluster.task('crash_start')}, runs billed {runs}")
+    assert len(runs) == 1, f"{len(runs)} runs billed after a kill during the start: {runs}"
+
+
+def test_worker_killed_during_polling_then_the_retry_bills_one_run(cluster: Cluster) -> None:
+    sim = cluster.sim
+    cluster.run(["dags", "trigger", "crash_poll"])
+    _wait_for("the run to start", lambda: _runs(sim, "crash-poll"), 120)
+    run_id = _runs(sim, "crash-poll")[0]
+    _wait_for(
+        "two polls",
+        lambda: sum(1 for r in sim.requests if r.path.endswith(f"/bench-results/{run_id}")) >= 2,
+        60,
+    )
+    victim = _wait_for("the polling task process", cluster.process_talking_to_simulator, 30, every=0.2)
+    victim.send_signal(signal.SIGKILL)
+    state = _finish(cluster, "crash_poll")
+    runs = _runs(sim, "crash-poll")
+    print(f"crash_poll: DAG run {state}, task {cluster.task('crash_poll')}, runs billed {runs}")
+    assert len(runs) == 1, f"{len(runs)} runs billed after a kill during polling: {runs}"
+    assert state == "success"
+
+
+def test_triggerer_restarted_mid_wait_bills_one_run(cluster: Cluster) -> None:
+    sim = cluster.sim
+    cluster.run(["dags", "trigger", "crash_trigger"])
+    _wait_for("the task to defer", lambda: (cluster.task("crash_trigger") or ("",))[0] == "deferred", 120)
+    run_id = _wait_for("the run", lambda: _runs(sim, "crash-trigger"), 30)[0]
+    _wait_for(
+        "the triggerer to poll",
+        lambda: any(r.path.endswith(f"/bench-results/{run_id}") for r in sim.requests),
+        60,
+    )
+    cluster.stop("triggerer")
+    polls_before = len(sim.requests)
+    cluster.start("triggerer")
+    _wait_for("the new triggerer to poll", lambda: len(sim.requests) > polls_before, 120)
+    state = _finish(cluster, "crash_trigger")
+    runs = _runs(sim, "crash-trigger")
+    print(f"crash_trigger: DAG run {state}, task {cluster.task('crash_trigger')}, runs billed {runs}")
+    assert len(runs) == 1, f"{len(runs)} runs billed after a triggerer restart: {runs}"
+    assert state == "success"

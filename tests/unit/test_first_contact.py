@@ -1,0 +1,147 @@
+"""What a new user meets first: a connection failure says which URL was tried (never the key), a URI-form
+connection aimed at a plain-http server gets a hint at the scheme, TLS settings read as the form says."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from airflow_provider_loadtest.api import endpoints
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.hooks import async_client
+from airflow_provider_loadtest.hooks import loadtest as hook_module
+from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
+from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
+from airflow_provider_loadtest.hooks.settings import tls_verification
+from tests.conftest import API_KEY
+
+HINT = "write the host as http://host:port"
+
+
+class _Plain(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"[]")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def plain_http_port() -> Iterator[int]:
+    """A plain-http server on loopback (what a URI-form connection without a scheme meets on-premise)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Plain)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(hook_module, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(async_client, "_sleep", no_sleep)
+
+
+def _uri_conn(monkeypatch: pytest.MonkeyPatch, port: int, path: str = "") -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_LOADTEST_DEFAULT", f"loadtest://:{API_KEY}@127.0.0.1:{port}{path}")
+
+
+def test_uri_form_on_plain_http_names_the_url_and_hints_at_the_scheme(
+    monkeypatch: pytest.MonkeyPatch, plain_http_port: int
+) -> None:
+    _uri_conn(monkeypatch, plain_http_port)
+    ok, message = LoadTestHook().test_connection()
+    assert not ok
+    assert f"https://127.0.0.1:{plain_http_port}/workspaces/member-of" in message
+    assert "TLS handshake failed" in message and HINT in message
+    assert API_KEY not in message
+
+
+def test_uri_form_with_http_schema_speaks_http(monkeypatch: pytest.MonkeyPatch, plain_http_port: int) -> None:
+    _uri_conn(monkeypatch, plain_http_port, "/http")  # the URI's path is the connection's schema field
+    ok, message = LoadTestHook().test_connection()
+    assert ok, message
+    assert f"http://127.0.0.1:{plain_http_port}" in message
+
+
+def test_async_client_hints_at_the_scheme_too(monkeypatch: pytest.MonkeyPatch, plain_http_port: int) -> None:
+    _uri_conn(monkeypatch, plain_http_port)
+    from airflow.sdk import BaseHook
+
+    from airflow_provider_loadtest.hooks.settings import settings_from_connection
+
+    settings = settings_from_connection(BaseHook.get_connection("loadtest_default"))
+
+    async def go() -> None:
+        async with AsyncLoadTestClient(settings) as client:
+            await client.call(endpoints.member_workspaces())
+
+    with pytest.raises(LoadTestApiError) as caught:
+        asyncio.run(go())
+    message = str(caught.value)
+    assert f"https://127.0.0.1:{plain_http_port}/workspaces/member-of" in message and HINT in message
+    assert API_KEY not in message
+
+
+def test_refused_connection_names_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("AIRFLOW_CONN_LOADTEST_DEFAULT", f"loadtest://:{API_KEY}@127.0.0.1:{port}/http")
+    ok, message = LoadTestHook().test_connection()
+    assert not ok
+    assert (
+        f"could not connect (connection refused or host name not resolved) at http://127.0.0.1:{port}/"
+        in (message)
+    )
+    assert HINT not in message and API_KEY not in message
+
+
+@pytest.mark.parametrize(
+    ("verify", "ca_bundle", "expected"),
+    [
+        (None, None, True),
+        (True, None, True),
+        ("false", None, False),
+        (None, "/etc/ssl/private-ca.pem", "/etc/ssl/private-ca.pem"),
+        (True, " /etc/ssl/private-ca.pem ", "/etc/ssl/private-ca.pem"),
+        (False, "/etc/ssl/private-ca.pem", False),  # the switch wins: off is off
+        ("/etc/ssl/old-style.pem", None, "/etc/ssl/old-style.pem"),  # connections made before ca_bundle
+    ],
+)
+def test_tls_switch_and_ca_bundle(verify: object, ca_bundle: object, expected: bool | str) -> None:
+    assert tls_verification(verify, ca_bundle) == expected
+
+
+def test_relative_ca_bundle_is_refused() -> None:
+    with pytest.raises(ValueError, match="ca_bundle"):
+        tls_verification(True, "certs/ca.pem")
+
+
+def test_ca_bundle_reaches_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LOADTEST_DEFAULT",
+        f'{{"conn_type": "loadtest", "host": "https://x.test", "password": "{API_KEY}", '
+        '"extra": {"verify_ssl": true, "ca_bundle": "/etc/ssl/private-ca.pem"}}',
+    )
+    session = LoadTestHook().get_conn()
+    assert isinstance(session, requests.Session)
+    assert session.verify == "/etc/ssl/private-ca.pem"
+    assert session.headers["Authorization"] == f"Bearer {API_KEY}"
