@@ -462,6 +462,26 @@ def _defer_and_resume(
     return op.execute_complete(context, event)  # type: ignore[arg-type]
 
 
+def _wait_on_failing_status_api(
+    op: RunScenarioOperator,
+    context: dict[str, Any],
+    status: int,
+    *,
+    requests_mock: rm.Mocker,
+    monkeypatch: pytest.MonkeyPatch,
+    clock: list[float],
+) -> None:
+    """Start, then wait (sync or deferred, as ``op`` says) while every status read answers ``status``."""
+    import httpx
+
+    _service(requests_mock, ["RUNNING"])
+    requests_mock.get(STATE_URL, status_code=status, text="down")
+    if op.deferrable:
+        _defer_and_resume(op, context, monkeypatch, lambda r: httpx.Response(status, text="down"), clock)
+    else:
+        op.execute(context)  # type: ignore[arg-type]
+
+
 def test_start_in_flight_is_recorded_before_the_start_request(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
@@ -635,17 +655,31 @@ def test_a_retry_is_not_a_clear(loadtest_conn: str, requests_mock: rm.Mocker, cl
     assert _posts(requests_mock, RUN_URL) == 0
 
 
-def test_without_a_store_every_failure_after_the_start_is_final_and_said_once(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("store", "why"),
+    [
+        (None, "there is no task state store (Airflow < 3.3)"),
+        (FakeStateStore(fail_get=True), "the task state store could not be read"),  # on the first try
+    ],
+    ids=["no-store", "store-unreadable"],
+)
+def test_without_a_working_store_every_failure_after_the_start_is_final_and_said_once(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    store: FakeStateStore | None,
+    why: str,
 ) -> None:
     _service(requests_mock, ["RUNNING"])
     requests_mock.get(STATE_URL, status_code=500, text="down")
-    with pytest.raises(AirflowFailException, match="Not retried: a retry could not find this run"):
-        _op().execute(_context())  # type: ignore[arg-type]
-    assert capsys.readouterr().out.count("No working task state store: there is no task state store") == 1
+    with pytest.raises(AirflowFailException, match=r"may still be going.*a retry could not find this run"):
+        _op().execute(_context(store, try_number=1))  # type: ignore[arg-type]
+    assert capsys.readouterr().out.count(f"No working task state store: {why}") == 1
+    assert _posts(requests_mock, RUN_URL) == 1
     _service(requests_mock, ["ERROR"])
     with pytest.raises(AirflowFailException, match="state ERROR"):  # even with the restart opt-in
-        _op(restart_failed_runs=True).execute(_context())  # type: ignore[arg-type]
+        _op(restart_failed_runs=True).execute(_context(store))  # type: ignore[arg-type]
 
 
 def test_a_failing_store_read_on_a_retry_starts_nothing(
@@ -655,17 +689,6 @@ def test_a_failing_store_read_on_a_retry_starts_nothing(
     with pytest.raises(AirflowException, match="an earlier try may have started a load test"):
         _op().execute(_context(FakeStateStore(fail_get=True), try_number=2))  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
-
-
-def test_a_failing_store_read_on_the_first_try_starts_with_final_failures(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], capsys: pytest.CaptureFixture[str]
-) -> None:
-    _service(requests_mock, ["RUNNING"])
-    requests_mock.get(STATE_URL, status_code=500, text="down")
-    with pytest.raises(AirflowFailException, match="may still be going"):
-        _op().execute(_context(FakeStateStore(fail_get=True), try_number=1))  # type: ignore[arg-type]
-    assert "the task state store could not be read" in capsys.readouterr().out
-    assert _posts(requests_mock, RUN_URL) == 1
 
 
 def test_a_failing_store_write_before_the_start_starts_nothing(
@@ -686,19 +709,17 @@ def test_a_failing_store_write_after_the_start_makes_failures_final(
     monkeypatch: pytest.MonkeyPatch,
     deferrable: bool,
 ) -> None:
-    import httpx
-
-    _service(requests_mock, ["RUNNING"])
-    requests_mock.get(STATE_URL, status_code=500, text="down")
     store = FakeStateStore(fail_sets=(2,))
     op = _op(deferrable=deferrable)
     with pytest.raises(AirflowFailException, match="may still be going"):
-        if deferrable:
-            _defer_and_resume(
-                op, _context(store), monkeypatch, lambda r: httpx.Response(500, text="down"), clock
-            )
-        else:
-            op.execute(_context(store))  # type: ignore[arg-type]
+        _wait_on_failing_status_api(
+            op,
+            _context(store),
+            500,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
     assert store.data[RUN_RECORD_KEY]["run"] is None  # what a retry would find: it refuses to start
 
 
@@ -726,18 +747,16 @@ def test_a_refused_key_while_waiting_fails_for_good_and_says_how_to_stop(
     monkeypatch: pytest.MonkeyPatch,
     deferrable: bool,
 ) -> None:
-    import httpx
-
-    _service(requests_mock, ["RUNNING"])
-    requests_mock.get(STATE_URL, status_code=401, text="key revoked")
     op = _op(deferrable=deferrable)
     with pytest.raises(AirflowFailException, match="a retry would get the same answer") as caught:
-        if deferrable:
-            _defer_and_resume(
-                op, _context(FakeStateStore()), monkeypatch, lambda r: httpx.Response(401), clock
-            )
-        else:
-            op.execute(_context(FakeStateStore()))  # type: ignore[arg-type]
+        _wait_on_failing_status_api(
+            op,
+            _context(FakeStateStore()),
+            401,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
     assert 'LoadTestHook("loadtest_default").stop_run("br-1")' in str(caught.value)
 
 
@@ -749,19 +768,17 @@ def test_a_wait_without_verdict_says_the_run_may_still_bill_and_how_to_stop_it(
     monkeypatch: pytest.MonkeyPatch,
     deferrable: bool,
 ) -> None:
-    import httpx
-
-    _service(requests_mock, ["RUNNING"])
-    requests_mock.get(STATE_URL, status_code=503, text="down")
     store = FakeStateStore()
     op = _op(deferrable=deferrable)
     with pytest.raises(AirflowException) as caught:
-        if deferrable:
-            _defer_and_resume(
-                op, _context(store), monkeypatch, lambda r: httpx.Response(503, text="down"), clock
-            )
-        else:
-            op.execute(_context(store))  # type: ignore[arg-type]
+        _wait_on_failing_status_api(
+            op,
+            _context(store),
+            503,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
     message = str(caught.value)
     assert not isinstance(caught.value, AirflowFailException)  # the retry re-attaches
     assert "Run br-1 may still be going and billing" in message
