@@ -26,6 +26,7 @@ from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
+from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 if TYPE_CHECKING:
@@ -191,6 +192,9 @@ class LoadTestHook(BaseHook):
             }
         )
         session.verify = self.settings.verify_ssl
+        adapter = BoundedAdapter()  # its connections obey ``Watchdog`` (the headers' time bound)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
         return session
 
     def close(self) -> None:
@@ -213,22 +217,25 @@ class LoadTestHook(BaseHook):
         while True:
             budget = tries.budget(settings.read_timeout_s)
             ends_at = time.monotonic() + budget
+            watchdog = Watchdog(budget)  # the headers: read line by line, out of ``_read_body``'s reach
             try:
-                response = self.session.request(
-                    request.method,
-                    settings.url(request.path),
-                    params=dict(request.params) or None,
-                    json=request.json_body,
-                    headers={"Accept": request.accept},
-                    timeout=(min(settings.connect_timeout_s, budget), budget),
-                    allow_redirects=False,  # a redirect would re-send a start to another host
-                    stream=True,  # read in chunks against the whole-request deadline and size bound
-                )
+                with watchdog:
+                    response = self.session.request(
+                        request.method,
+                        settings.url(request.path),
+                        params=dict(request.params) or None,
+                        json=request.json_body,
+                        headers={"Accept": request.accept},
+                        timeout=(min(settings.connect_timeout_s, budget), budget),
+                        allow_redirects=False,  # a redirect would re-send a start to another host
+                        stream=True,  # read in chunks against the whole-request deadline and size bound
+                    )
             except requests.RequestException as exc:
-                delay = tries.after_no_answer(
-                    describe_transport_failure(exc, settings.url(request.path)),
-                    never_opened=connection_never_opened(exc),
-                )
+                lost = describe_transport_failure(exc, settings.url(request.path))
+                never_opened = connection_never_opened(exc)
+                if watchdog.fired:  # the watchdog cut a trickle of headers: say so
+                    lost, never_opened = timed_out_detail(budget), False
+                delay = tries.after_no_answer(lost, never_opened=never_opened)
             else:
                 with response:
                     delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
