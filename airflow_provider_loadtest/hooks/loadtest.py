@@ -7,10 +7,11 @@ what to call, what is safe to repeat and how to read answers is decided there, n
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Generator, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, TypeVar
 
 import requests
 import urllib3.exceptions
@@ -68,13 +69,15 @@ def connection_never_opened(exc: requests.RequestException) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-def _read_body(request: ApiRequest[Any], response: requests.Response, ends_at: float) -> bytes | None:
+def _read_body(
+    request: ApiRequest[Any], response: requests.Response, ends_at: float, sink: BinaryIO | None = None
+) -> bytes | None:
     """The answer's bytes, or ``None`` when the whole-request deadline (monotonic ``ends_at``) passed.
 
     Each read is bounded by the socket timeout; this bounds their sum, so a server sending one byte
     per second cannot keep the call alive. Leaving ``with response`` closes the connection.
     """
-    body = AnswerBody(request, response.status_code)
+    body = AnswerBody(request, response.status_code, sink=sink)
     try:
         while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=True):  # one socket read at most
             body.add(chunk)
@@ -203,7 +206,7 @@ class LoadTestHook(BaseHook):
             self.session.close()
             del self.__dict__["session"]
 
-    def call(self, request: ApiRequest[T]) -> T:
+    def call(self, request: ApiRequest[T], sink: BinaryIO | None = None) -> T:
         """Send ``request``, retrying only what is safe to retry, and decode the answer.
 
         Reads retry on connection errors, 429 and 502/503/504 with exponential backoff and jitter,
@@ -241,7 +244,7 @@ class LoadTestHook(BaseHook):
                     delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
                     if delay is None:
                         try:
-                            body = _read_body(request, response, ends_at)
+                            body = _read_body(request, response, ends_at, sink)
                         except requests.RequestException as exc:
                             failure: str | None = describe_transport_failure(exc, settings.url(request.path))
                         else:
@@ -375,8 +378,15 @@ class LoadTestHook(BaseHook):
         return self.call(endpoints.list_run_files(bench_result_id))
 
     def download_run_file(self, bench_result_id: str, filename: str) -> bytes:
-        """One file of the run."""
+        """One file of the run, in memory (up to ``endpoints.MAX_DOWNLOAD_BYTES``)."""
         return self.call(endpoints.download_run_file(bench_result_id, filename))
+
+    def save_run_file(self, bench_result_id: str, filename: str, path: str | os.PathLike[str]) -> int:
+        """One file of the run streamed to the local file ``path``, never whole in memory (same size
+        bound; a retried download rewrites the file); returns its size in bytes."""
+        with open(path, "wb") as sink:
+            self.call(endpoints.download_run_file(bench_result_id, filename), sink=sink)
+            return sink.tell()
 
     def export_report_pdf(
         self,
