@@ -1,9 +1,9 @@
 """``airflow dags test``, plus a JSON summary of the run read from what ``dag.test()`` returns.
 
 Run as a script in the Airflow home's environment by ``local_airflow.AirflowHome.dags_test``:
-``python devtools/dag_test.py DAG_ID SUMMARY_JSON``. It does what the CLI command does (find the DAG in
-the DAGs folder, ``dag.test()``, exit 1 when the run failed) and then writes the run's state and, per
-task, its state, try number, end date and XComs through the DagRun and TaskInstance objects
+``python devtools/dag_test.py DAG_ID SUMMARY_JSON [LOGICAL_DATE]``. It does what the CLI command does
+(find the DAG in the DAGs folder, ``dag.test()``, exit 1 when the run failed) and then writes the run's
+state and, per task, its state, try number, end date and XComs through the DagRun and TaskInstance objects
 ``dag.test()`` hands back and Airflow's XCom model: no SQL against Airflow's tables, which change
 between releases.
 """
@@ -34,14 +34,19 @@ def summarise(dag_id: str, dag_run: Any) -> dict[str, Any]:
     return {"dag_id": dag_id, "run_id": dag_run.run_id, "state": str(dag_run.state), "tasks": tasks}
 
 
-def main(dag_id: str, summary_path: str) -> int:
+def main(dag_id: str, summary_path: str, logical_date: str | None = None) -> int:
     from airflow.dag_processing.dagbag import DagBag
 
     dag = DagBag().get_dag(dag_id)  # the DAGs folder of AIRFLOW_HOME; examples off
     if dag is None:
         print(f"DAG {dag_id!r} not found or failed to parse", file=sys.stderr)
         return 2
-    dag_run = dag.test()
+    if logical_date is None:
+        dag_run = dag.test()
+    else:
+        import pendulum
+
+        dag_run = dag.test(logical_date=pendulum.parse(logical_date))
     summary = summarise(dag_id, dag_run)
     with open(summary_path, "w", encoding="utf-8") as out:
         json.dump(summary, out, default=str)
@@ -49,4 +54,4 @@ def main(dag_id: str, summary_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

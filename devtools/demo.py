@@ -3,8 +3,10 @@
 ``make demo`` (or ``python -m devtools.demo``) starts the bundled service simulator on
 127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
 ``airflow dags test`` for the example DAGs (``loadtest_nightly``, then ``loadtest_nightly_report``,
-whose PDF report and run files are kept in ``./demo-reports``), prints what happened and cleans up,
-even when a step fails. Exits non-zero when a DAG run failed.
+whose PDF report and run files are kept in ``./demo-reports``), then the release gate
+(``loadtest_release_gate`` on two consecutive nights of the simulator's ``slower-scenario``: the
+first passes its budgets, the second fails the regression bound against it), prints what happened
+and cleans up, even when a step fails. Exits non-zero when a DAG run did not end as expected.
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not result.succeeded:
                     failed.append(dag_id)
                     print(result.output[-4000:], file=sys.stderr)
+            if not args.dag_ids and not _gate_demo(home, env):
+                failed.append(GATE_DAG_ID)
             print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
             return 1 if failed else 0
     finally:
@@ -141,6 +145,36 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[demo] kept {home_dir}")
         else:
             shutil.rmtree(home_dir, ignore_errors=True)
+
+
+GATE_DAG_ID = "loadtest_release_gate"
+
+
+def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
+    """Two nights of the release gate on a scenario that gets slower at every run: the first has no
+    baseline yet and passes, the second is compared with it and fails. True when that happened."""
+    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "slower-scenario"}
+    outcomes = []
+    for night in ("2026-11-01", "2026-11-02"):
+        print(f"[demo] running: airflow dags test {GATE_DAG_ID} {night} (scenario slower-scenario)")
+        result = home.dags_test(GATE_DAG_ID, env, logical_date=night)
+        (home.path / f"{GATE_DAG_ID}-{night}.log").write_text(result.output)
+        run = result.xcom(GATE_DAG_ID, "run_load_test") or {}
+        print(f"[demo] --- {GATE_DAG_ID} {night}: run {run.get('bench_result_id')} {run.get('state')} ---")
+        start = result.output.find("Quality gate of run")
+        if start >= 0:
+            print(result.output[start:].split(" [airflow.task", 1)[0])
+        failure = result.output.find("Quality gate failed")
+        if failure >= 0:
+            print("[demo] " + result.output[failure:].splitlines()[0])
+        print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
+        outcomes.append(result.succeeded)
+    expected = outcomes == [True, False]
+    print(
+        "[demo] release gate: "
+        + ("the slower second night failed its regression bound, as expected" if expected else "UNEXPECTED")
+    )
+    return expected
 
 
 def _count_starts(url: str) -> int:

@@ -100,12 +100,22 @@ class AirflowHome:
             stdin=subprocess.DEVNULL,
         )
 
-    def dags_test(self, dag_id: str, extra: dict[str, str], timeout: float = 300) -> DagRunResult:
-        """``airflow dags test dag_id`` (as ``dag.test()``) with ``extra`` environment (connections, ...)."""
+    def dags_test(
+        self, dag_id: str, extra: dict[str, str], timeout: float = 300, logical_date: str | None = None
+    ) -> DagRunResult:
+        """``airflow dags test dag_id [logical_date]`` (as ``dag.test()``) with ``extra`` environment
+        (connections, variables); runs on different logical dates in one home see each other's XCom."""
         with tempfile.TemporaryDirectory(prefix="loadtest-dag-test-") as scratch:
             summary_path = Path(scratch) / "summary.json"
             started = time.monotonic()
-            done = self._run([sys.executable, DAG_TEST, dag_id, str(summary_path)], extra, timeout)
+            argv = [
+                sys.executable,
+                DAG_TEST,
+                dag_id,
+                str(summary_path),
+                *([logical_date] if logical_date else []),
+            ]
+            done = self._run(argv, extra, timeout)
             seconds = time.monotonic() - started
             summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
         return DagRunResult(done.returncode, done.stdout + done.stderr, seconds, self.path, summary)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, BinaryIO, Generic, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
 from pydantic import TypeAdapter
@@ -31,6 +31,7 @@ from airflow_provider_loadtest.models import (
     Progress,
     SampleType,
     Scenario,
+    SummaryReportItem,
     TaskStatusEnvelope,
     ThresholdAlarm,
     ThresholdAlarmReportItem,
@@ -109,8 +110,11 @@ def _status_detail(status: int, service_text: str) -> str:
 
 
 #: The largest answer read into memory (JSON documents, text): a service or proxy gone wrong must not
-#: take the worker's memory with it. Downloads (``answer="bytes"``) are files and are not capped here.
+#: take the worker's memory with it.
 MAX_ANSWER_BYTES = 32 * 2**20
+#: Downloads (``answer="bytes"``: run files, printed PDFs) are files, with a bound of their own; the
+#: sync hook's ``save_run_file`` streams them to disk instead of memory.
+MAX_DOWNLOAD_BYTES = 2 * 2**30
 
 
 class AnswerBody:
@@ -120,12 +124,19 @@ class AnswerBody:
     connection is then closed) instead of being read whole.
     """
 
-    def __init__(self, request: ApiRequest[Any], status: int, limit: int | None = None) -> None:
+    def __init__(
+        self, request: ApiRequest[Any], status: int, limit: int | None = None, sink: BinaryIO | None = None
+    ) -> None:
         self.request = request
         self.status = status
-        self.limit = None if request.answer == "bytes" else (limit or MAX_ANSWER_BYTES)
+        self.limit = limit or (MAX_DOWNLOAD_BYTES if request.answer == "bytes" else MAX_ANSWER_BYTES)
         self.size = 0
         self._chunks: list[bytes] = []
+        #: Where a successful download goes instead of memory (emptied first: a retry rewrites it).
+        self.sink = sink if sink is not None and 200 <= status < 300 else None
+        if self.sink is not None:
+            self.sink.seek(0)
+            self.sink.truncate()
 
     def add(self, chunk: bytes) -> None:
         """Take one chunk; raises the call's error when the answer grows past the limit."""
@@ -136,7 +147,10 @@ class AnswerBody:
                 f"the answer is larger than {self.limit} bytes, more than any answer of this call; "
                 "it was not read further (is the host the API base URL?)",
             )
-        self._chunks.append(chunk)
+        if self.sink is not None:
+            self.sink.write(chunk)
+        else:
+            self._chunks.append(chunk)
 
     @property
     def content(self) -> bytes:
@@ -371,6 +385,36 @@ def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm
         parse=lambda document: _parse_list(ThresholdAlarm)(document or []),
         empty_answer_note="no alarms",
     )
+
+
+def summary_metric_values(
+    bench_result_id: str, metrics: list[dict[str, Any]]
+) -> ApiRequest[list[float | None]]:
+    """``POST /analysis/metrics/summary`` with a ``SummaryReportItem``: one value per metric, in order.
+
+    A read despite the verb, so retried like one. An empty answer (values not computed yet) reads as
+    no values; a value that is not a number reads as missing rather than failing the whole call.
+    """
+    validate_path_id("bench_result_id", bench_result_id)
+    item = SummaryReportItem.from_api(
+        {"@type": "SummaryReportItem", "id": "", "name": "Quality gate", "metrics": metrics}
+    )
+    return ApiRequest(
+        operation="Read the summary metric values of run " + repr(bench_result_id),
+        method="POST",
+        path="/analysis/metrics/summary",
+        json_body=item.to_api(),
+        parse=_summary_values,
+        empty_answer_note="no values yet",
+    )
+
+
+def _summary_values(document: Any) -> list[float | None]:
+    if document is None:
+        return []
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of numbers, got {type(document).__name__}")
+    return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in document]
 
 
 def get_junit_report(bench_result_id: str) -> ApiRequest[str]:

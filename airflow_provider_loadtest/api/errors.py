@@ -11,6 +11,8 @@ from urllib.parse import quote, quote_plus
 
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_loadtest.compat import AirflowFailException
+
 _MAX_MESSAGE_CHARS = 500
 
 
@@ -111,3 +113,12 @@ class TemplateNotFoundError(AirflowException):
 
 class AmbiguousTemplateError(AirflowException):
     """Several report templates match a name: choosing one would be a guess."""
+
+
+class UnusableApiKeyError(AirflowFailException, ValueError):
+    """The connection's API key cannot be sent at all (a line break, a control character, a character
+    outside Latin-1, surrounding spaces).
+
+    No retry can fix it, so Airflow fails the task at once instead of retrying it; still a
+    ``ValueError`` for callers that treat every bad setting alike. The message never shows the key.
+    """

@@ -16,6 +16,17 @@ _FORBIDDEN = re.compile(r"[/\\?#%\s\x00-\x1f\x7f-\x9f]")
 MAX_ID_CHARS = 256
 #: Most file systems' limit for one file name.
 MAX_FILE_NAME_CHARS = 255
+#: The largest text form of a run record (``run=`` rendered without native types): a real one is well
+#: under 1 kB, and parsing a huge one (``ast.literal_eval``) can exhaust memory.
+MAX_RECORD_CHARS = 64 * 1024
+
+
+def check_length(parameter: str, value: str, limit: int) -> str:
+    """Refuse a string over ``limit`` characters with an error naming the parameter, before it is
+    parsed or copied: a huge value must fail clearly, not with ``MemoryError``."""
+    if len(value) > limit:
+        raise ValueError(f"{parameter} is {len(value)} characters long; at most {limit} are accepted")
+    return value
 
 
 #: Unicode categories no id holds: format characters (Cf: U+200B, U+202E, U+FEFF...) look like nothing

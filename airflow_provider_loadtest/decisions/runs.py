@@ -82,6 +82,8 @@ class StartedRun:
     test_name: str | None
     report_url: str | None
     started_at: float  # epoch seconds, when the service accepted the start
+    #: The metrics of the run's own report that the quality gate reuses, by metric id (see gate.py).
+    summary_metrics: dict[str, dict[str, Any]] | None = None
 
     @classmethod
     def from_report(
@@ -118,7 +120,10 @@ class StartedRun:
 
     def to_xcom(self) -> dict[str, Any]:
         """A plain dict: XCom stores JSON, and downstream templates read keys like ``report_id``."""
-        return asdict(self)
+        record = asdict(self)
+        if record["summary_metrics"] is None:  # only a gated run carries it
+            del record["summary_metrics"]
+        return record
 
     @classmethod
     def from_xcom(cls, data: dict[str, Any]) -> StartedRun:

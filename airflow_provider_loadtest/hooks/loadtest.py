@@ -7,10 +7,11 @@ what to call, what is safe to repeat and how to read answers is decided there, n
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Generator, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, TypeVar
 
 import requests
 import urllib3.exceptions
@@ -26,6 +27,7 @@ from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
+from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
 
 if TYPE_CHECKING:
@@ -67,13 +69,15 @@ def connection_never_opened(exc: requests.RequestException) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-def _read_body(request: ApiRequest[Any], response: requests.Response, ends_at: float) -> bytes | None:
+def _read_body(
+    request: ApiRequest[Any], response: requests.Response, ends_at: float, sink: BinaryIO | None = None
+) -> bytes | None:
     """The answer's bytes, or ``None`` when the whole-request deadline (monotonic ``ends_at``) passed.
 
     Each read is bounded by the socket timeout; this bounds their sum, so a server sending one byte
     per second cannot keep the call alive. Leaving ``with response`` closes the connection.
     """
-    body = AnswerBody(request, response.status_code)
+    body = AnswerBody(request, response.status_code, sink=sink)
     try:
         while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=True):  # one socket read at most
             body.add(chunk)
@@ -191,6 +195,9 @@ class LoadTestHook(BaseHook):
             }
         )
         session.verify = self.settings.verify_ssl
+        adapter = BoundedAdapter()  # its connections obey ``Watchdog`` (the headers' time bound)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
         return session
 
     def close(self) -> None:
@@ -199,7 +206,7 @@ class LoadTestHook(BaseHook):
             self.session.close()
             del self.__dict__["session"]
 
-    def call(self, request: ApiRequest[T]) -> T:
+    def call(self, request: ApiRequest[T], sink: BinaryIO | None = None) -> T:
         """Send ``request``, retrying only what is safe to retry, and decode the answer.
 
         Reads retry on connection errors, 429 and 502/503/504 with exponential backoff and jitter,
@@ -213,28 +220,31 @@ class LoadTestHook(BaseHook):
         while True:
             budget = tries.budget(settings.read_timeout_s)
             ends_at = time.monotonic() + budget
+            watchdog = Watchdog(budget)  # the headers: read line by line, out of ``_read_body``'s reach
             try:
-                response = self.session.request(
-                    request.method,
-                    settings.url(request.path),
-                    params=dict(request.params) or None,
-                    json=request.json_body,
-                    headers={"Accept": request.accept},
-                    timeout=(min(settings.connect_timeout_s, budget), budget),
-                    allow_redirects=False,  # a redirect would re-send a start to another host
-                    stream=True,  # read in chunks against the whole-request deadline and size bound
-                )
+                with watchdog:
+                    response = self.session.request(
+                        request.method,
+                        settings.url(request.path),
+                        params=dict(request.params) or None,
+                        json=request.json_body,
+                        headers={"Accept": request.accept},
+                        timeout=(min(settings.connect_timeout_s, budget), budget),
+                        allow_redirects=False,  # a redirect would re-send a start to another host
+                        stream=True,  # read in chunks against the whole-request deadline and size bound
+                    )
             except requests.RequestException as exc:
-                delay = tries.after_no_answer(
-                    describe_transport_failure(exc, settings.url(request.path)),
-                    never_opened=connection_never_opened(exc),
-                )
+                lost = describe_transport_failure(exc, settings.url(request.path))
+                never_opened = connection_never_opened(exc)
+                if watchdog.fired:  # the watchdog cut a trickle of headers: say so
+                    lost, never_opened = timed_out_detail(budget), False
+                delay = tries.after_no_answer(lost, never_opened=never_opened)
             else:
                 with response:
                     delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
                     if delay is None:
                         try:
-                            body = _read_body(request, response, ends_at)
+                            body = _read_body(request, response, ends_at, sink)
                         except requests.RequestException as exc:
                             failure: str | None = describe_transport_failure(exc, settings.url(request.path))
                         else:
@@ -359,6 +369,12 @@ class LoadTestHook(BaseHook):
         """The run's threshold alarms (PASSED, WARNING or CRITICAL)."""
         return self.call(endpoints.get_threshold_alarms(bench_result_id))
 
+    def get_summary_metric_values(
+        self, bench_result_id: str, metrics: list[dict[str, Any]]
+    ) -> list[float | None]:
+        """The run's summary value of each metric (``None`` where the service gave none), in order."""
+        return self.call(endpoints.summary_metric_values(bench_result_id, metrics))
+
     def get_junit_report(self, bench_result_id: str) -> str:
         """The run as JUnit XML."""
         return self.call(endpoints.get_junit_report(bench_result_id))
@@ -368,8 +384,15 @@ class LoadTestHook(BaseHook):
         return self.call(endpoints.list_run_files(bench_result_id))
 
     def download_run_file(self, bench_result_id: str, filename: str) -> bytes:
-        """One file of the run."""
+        """One file of the run, in memory (up to ``endpoints.MAX_DOWNLOAD_BYTES``)."""
         return self.call(endpoints.download_run_file(bench_result_id, filename))
+
+    def save_run_file(self, bench_result_id: str, filename: str, path: str | os.PathLike[str]) -> int:
+        """One file of the run streamed to the local file ``path``, never whole in memory (same size
+        bound; a retried download rewrites the file); returns its size in bytes."""
+        with open(path, "wb") as sink:
+            self.call(endpoints.download_run_file(bench_result_id, filename), sink=sink)
+            return sink.tell()
 
     def export_report_pdf(
         self,

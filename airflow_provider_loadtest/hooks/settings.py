@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from airflow_provider_loadtest.api.errors import UnusableApiKeyError
+
 DEFAULT_BASE_URL = "https://api.octoperf.com"
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 60.0
@@ -138,23 +140,24 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def check_api_key(key: str) -> str:
-    """Return ``key`` if it can travel in an HTTP header, else raise ``ValueError`` naming the
+    """Return ``key`` if it can travel in an HTTP header, else raise ``UnusableApiKeyError`` (a
+    ``ValueError`` that Airflow does not retry) naming the
     problem (never the key): a pasted key with a newline or a non-Latin-1 character would otherwise
     fail deep in the HTTP client, or be retried and blamed on the service."""
     if _CONTROL.search(key):
-        raise ValueError(
+        raise UnusableApiKeyError(
             "the load-testing connection's API key contains a line break or another control character "
             "(often a copy-paste accident): paste the key again in the connection's password field"
         )
     if key != key.strip():
-        raise ValueError(
+        raise UnusableApiKeyError(
             "the load-testing connection's API key starts or ends with spaces: remove them in the "
             "connection's password field"
         )
     try:
         key.encode("latin-1")
     except UnicodeEncodeError:
-        raise ValueError(
+        raise UnusableApiKeyError(
             "the load-testing connection's API key contains characters that cannot be sent in an HTTP "
             "header (outside Latin-1): check that the password field holds the key itself"
         ) from None

@@ -21,6 +21,8 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    StrictFloat,
+    StrictInt,
     model_serializer,
     model_validator,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "TYPE_KEY",
     "UNKNOWN_TAG",
     "ApiModel",
+    "Int",
     "Number",
     "TypedModel",
     "UnknownModel",
@@ -43,8 +46,11 @@ TYPE_KEY = "@type"
 #: Tag under which each discriminated union routes an unknown (or missing) ``@type``.
 UNKNOWN_TAG = "__unknown__"
 
-#: A JSON "number": ``int | float`` in smart mode keeps ``1`` an int and ``0.5`` / ``1.0`` floats.
-Number: TypeAlias = int | float
+#: A JSON "number": ``int | float`` in smart mode keeps ``1`` an int and ``0.5`` / ``1.0`` floats. Strict,
+#: so that a ``true`` is not read as ``1`` and then written back as a number (no lossless round trip).
+Number: TypeAlias = StrictInt | StrictFloat
+#: A JSON integer, strict for the same reason.
+Int: TypeAlias = StrictInt
 
 _KEY_MAPS: dict[type[BaseModel], dict[str, tuple[str, ...]]] = {}
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter
 
-from .base import TYPE_KEY, UNKNOWN_TAG, ApiModel, Number, TypedModel, UnknownModel, type_discriminator
+from .base import TYPE_KEY, UNKNOWN_TAG, ApiModel, Int, Number, TypedModel, UnknownModel, type_discriminator
 from .enums import Open, PageFormat
 from .selectors import TrendSelector
 
@@ -31,15 +31,15 @@ class TrendReportConfig(TypedModel):
 
     kind: Literal["TrendReportConfig"] = Field(default="TrendReportConfig", alias=TYPE_KEY)
     selectors: list[TrendSelector] | None = None
-    shown_results: int | None = None
+    shown_results: Int | None = None
 
 
 class TimeRangeReportConfig(TypedModel):
     """Time window of the report, epoch ms (spec 2.3); JSON ``from`` is the attribute ``from_``."""
 
     kind: Literal["TimeRangeReportConfig"] = Field(default="TimeRangeReportConfig", alias=TYPE_KEY)
-    from_: int | None = Field(default=None, alias="from")
-    to: int | None = None
+    from_: Int | None = Field(default=None, alias="from")
+    to: Int | None = None
 
 
 class ApdexReportConfig(TypedModel):
@@ -96,15 +96,15 @@ class GraphReportConfig(TypedModel):
     """Display limits and thresholds of graphs (spec 2.3)."""
 
     kind: Literal["GraphReportConfig"] = Field(default="GraphReportConfig", alias=TYPE_KEY)
-    acceptable_errors_percentage: int | None = None
-    acceptable_response_size: int | None = None
+    acceptable_errors_percentage: Int | None = None
+    acceptable_response_size: Int | None = None
     display_color_dots: bool | None = None
     display_threshold_label: bool | None = None
-    max_columns: int | None = None
-    max_lines: int | None = None
-    max_percentiles: int | None = None
-    max_pies: int | None = None
-    max_statistics: int | None = None
+    max_columns: Int | None = None
+    max_lines: Int | None = None
+    max_percentiles: Int | None = None
+    max_pies: Int | None = None
+    max_statistics: Int | None = None
     threshold_colors: dict[str, str] | None = None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import ApiModel
+from .base import ApiModel, Int
 from .enums import BoundType, Open
 
 __all__ = ["Interval", "TimeRange"]
@@ -17,9 +17,9 @@ class Interval(ApiModel):
     only an explicit OPEN excludes the endpoint.
     """
 
-    lower_endpoint: int | None = None
+    lower_endpoint: Int | None = None
     lower_bound_type: Open[BoundType] | None = None
-    upper_endpoint: int | None = None
+    upper_endpoint: Int | None = None
     upper_bound_type: Open[BoundType] | None = None
 
     def contains(self, value: int | float) -> bool:
@@ -42,5 +42,5 @@ class Interval(ApiModel):
 class TimeRange(ApiModel):
     """``range`` of TimeRangeTableUiFilter (spec 2.7): ``from`` and ``to`` in epoch ms."""
 
-    from_: int | None = Field(default=None, alias="from")
-    to: int | None = None
+    from_: Int | None = Field(default=None, alias="from")
+    to: Int | None = None

@@ -6,7 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter
 
-from .base import TYPE_KEY, UNKNOWN_TAG, Number, TypedModel, UnknownModel, type_discriminator
+from .base import TYPE_KEY, UNKNOWN_TAG, Int, Number, TypedModel, UnknownModel, type_discriminator
 from .enums import ChartMode, ComputeType, MonitorType, Open, RangeType, ReferenceType, SampleType
 from .filters import QueryFilter
 from .metric import Metric
@@ -92,7 +92,7 @@ class TopReportItem(ReportItemBase):
 
     kind: Literal["TopReportItem"] = Field(default="TopReportItem", alias=TYPE_KEY)
     metric: Metric | None = None
-    size: int | None = None
+    size: Int | None = None
 
 
 class TextReportItem(ReportItemBase):
@@ -134,7 +134,7 @@ class StatisticTableReportItem(ReportItemBase):
     compute_type: Open[ComputeType] | None = None
     metrics: list[Metric] | None = None
     settings: list[UiSetting] | None = None
-    size: int | None = None
+    size: Int | None = None
 
 
 class StackedChartReportItem(ReportItemBase):

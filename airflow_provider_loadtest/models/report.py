@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 
 from pydantic import TypeAdapter, ValidationError
 
-from .base import ApiModel
+from .base import ApiModel, Int
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -31,8 +31,8 @@ class ReportDefinition(ApiModel):
     workspace_id: str | None = None
     name: str | None = None
     description: str | None = None
-    created: int | None = None
-    last_modified: int | None = None
+    created: Int | None = None
+    last_modified: Int | None = None
     configs: list[BenchReportConfig] | None = None
     items: list[ReportItem] | None = None
 

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
+from airflow_provider_loadtest.api.validation import (
+    MAX_RECORD_CHARS,
+    check_length,
+    validate_file_name,
+    validate_path_id,
+)
 from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.decisions.run_files import (
     AGENT_LOG_PATTERNS,
@@ -72,10 +77,11 @@ def _as_record(run: Any) -> Mapping[str, Any]:
     if isinstance(run, Mapping):
         return run
     if isinstance(run, str):
+        check_length("run", run, MAX_RECORD_CHARS)  # before parsing: a huge text would exhaust memory
         for parse in (json.loads, ast.literal_eval):
             try:
                 value = parse(run)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, RecursionError):
                 continue
             if isinstance(value, Mapping):
                 return value

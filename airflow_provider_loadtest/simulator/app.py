@@ -29,21 +29,44 @@ from airflow_provider_loadtest.models import (
     PrintReportTaskResult,
     Progress,
     ReportDefinition,
+    SummaryReportItem,
     TaskStatusEnvelope,
     ThresholdAlarm,
     ThresholdAlarmReportItem,
     Workspace,
 )
+from airflow_provider_loadtest.models.enums import MetricId, SampleType
 from airflow_provider_loadtest.simulator.faults import FaultSpec, RequestTarget, hang_up, hold, rewriting_send
 from airflow_provider_loadtest.simulator.recorder import RecordedRequest
 from airflow_provider_loadtest.simulator.seed import SettingsSpec
-from airflow_provider_loadtest.simulator.state import FAILED_STACK_TRACE, SimulatorError, SimulatorState
+from airflow_provider_loadtest.simulator.state import (
+    FAILED_STACK_TRACE,
+    Report,
+    Run,
+    SimulatorError,
+    SimulatorState,
+)
+from airflow_provider_loadtest.simulator.strict import (
+    JSON,
+    METRIC_TYPES,
+    OCTET_STREAM,
+    TEXT,
+    XML,
+    check_accept,
+    check_json_body,
+    require_type,
+)
+from airflow_provider_loadtest.simulator.ui import UI_PREFIX, add_ui_routes, file_response
 
 ADMIN_PREFIX = "/_simulator/"
 UNRECORDED_PATHS = frozenset(
     {"/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc", "/swagger-ui.html"}
 )
 INVALID_KEY_TEXT = "Invalid or expired API key"
+#: What each API route produces when it is not JSON (Spring's ``produces``; see ``strict.py``).
+PRODUCES: dict[str, str] = {"junit_report": XML, "download_log": OCTET_STREAM, "create_task": TEXT}
+#: Sample types a metric may name: the spec's, and those of the service's documentation.
+SAMPLE_TYPES = frozenset({t.value for t in SampleType} | {"HIT", "CONTAINER"})
 
 
 # --- the outermost layer: recorder and faults -------------------------------------------------------
@@ -59,6 +82,7 @@ class SimulatorApp(FastAPI):
         if (
             scope["type"] != "http"
             or path.startswith(ADMIN_PREFIX)
+            or path.startswith(UI_PREFIX)
             or path in UNRECORDED_PATHS
             or path.startswith("/swagger-ui")
         ):
@@ -255,11 +279,20 @@ def create_app(state: SimulatorState) -> SimulatorApp:
         if not _bearer_key_valid(request.headers.get("authorization"), state):
             raise SimulatorError(401, INVALID_KEY_TEXT)
 
-    api = APIRouter(dependencies=[Depends(require_key)])
+    async def negotiate(request: Request) -> None:
+        """406 and 415 as Spring answers them, after the key check (Spring Security comes first)."""
+        route = request.scope.get("route")
+        check_accept(request.headers.get("accept"), PRODUCES.get(getattr(route, "name", ""), JSON))
+        if request.method == "POST":
+            check_json_body(request.headers.get("content-type"), await request.body())
+
+    api = APIRouter(dependencies=[Depends(require_key), Depends(negotiate)])
     _add_runtime_routes(api, state)
     _add_analysis_routes(api, state)
+    _add_summary_route(api, state)
     _add_task_routes(api, state)
     app.include_router(api)
+    add_ui_routes(app, state)
 
     @app.get("/swagger-ui.html", include_in_schema=False)
     @app.get("/swagger-ui/index.html", include_in_schema=False)
@@ -305,49 +338,41 @@ def _add_runtime_routes(api: APIRouter, state: SimulatorState) -> None:
             if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
                 raise SimulatorError(400, '"map" must be an object of string values')
             properties = {str(k): v for k, v in mapping.items()}
-        run, report = state.start_run(scenario_id, template_id=template_id, name=name, properties=properties)
-        answer = BenchReport.from_api(
+        _, report = state.start_run(scenario_id, template_id=template_id, name=name, properties=properties)
+        return _json(_report_document(report))
+
+    @api.get("/runtime/scenarios/{scenario_id}", name="get_scenario", tags=["runtime"])
+    async def get_scenario(scenario_id: str) -> Response:
+        scenario = state.scenario(scenario_id)
+        return _json(
             {
-                "id": report.id,
-                "projectId": report.project_id,
-                "name": report.name,
-                "description": report.description,
-                "benchResultIds": [run.id],
-                "configs": report.configs,
-                "items": report.items,
+                "id": scenario.id,
+                "name": scenario.name,
+                "description": scenario.description,
+                "projectId": scenario.project_id,
             }
         )
-        return _json(answer.to_api())
 
     @api.get("/runtime/bench-results/progress/{bench_result_id}", name="get_progress", tags=["runtime"])
     async def get_progress(bench_result_id: str) -> Response:
-        run = state.run(bench_result_id)
-        percent = run.progress(state.now())
-        value: float = (
-            round(percent / 100, 4) if state.settings.progress_scale == "fraction" else int(percent)
-        )
+        percent = float(state.run(bench_result_id).progress(state.now()))
+        value = round(percent / 100, 4) if state.settings.progress_scale == "fraction" else percent
         return _json(Progress.from_api({"value": value}).to_api())
 
     @api.get("/runtime/bench-results/{bench_result_id}", name="get_bench_result", tags=["runtime"])
     async def get_bench_result(bench_result_id: str) -> Response:
-        run = state.run(bench_result_id)
-        project = run.scenario.project_id
-        answer = BenchResult.from_api(
-            {
-                "id": run.id,
-                "batchId": f"batch-{run.number}",
-                "scenarioId": run.scenario.id,
-                "designProjectId": project,
-                "resultProjectId": project,
-                "state": state.state_of(run),
-            }
-        )
-        return _json(answer.to_api())
+        return _json(_bench_result_document(state.run(bench_result_id), state))
 
     @api.post("/runtime/bench-results/stop/{bench_result_id}", name="stop_run", tags=["runtime"])
     async def stop_run(bench_result_id: str) -> Response:
+        """Aborts an active run; answers the run's BenchResult (as the Maven plugin reads it)."""
         state.stop(bench_result_id)
-        return Response(status_code=200)
+        return _json(_bench_result_document(state.run(bench_result_id), state))
+
+    @api.get("/design/projects/{project_id}", name="get_project", tags=["design"])
+    async def get_project(project_id: str) -> Response:
+        project = state.project(project_id)
+        return _json({"id": project.id, "name": project.name, "workspaceId": project.workspace_id})
 
 
 def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:
@@ -376,8 +401,8 @@ def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:
     @api.post("/analysis/threshold-alarms", name="threshold_alarms", tags=["analysis"])
     async def threshold_alarms(request: Request) -> Response:
         body = await _json_body(request, required=True)
-        if not isinstance(body, dict) or body.get("@type") != "ThresholdAlarmReportItem":
-            raise SimulatorError(400, 'The body must be a ThresholdAlarmReportItem ("@type")')
+        require_type(body, "ThresholdAlarmReportItem", "The body")
+        require_type(body.get("metric"), METRIC_TYPES, "metric")
         try:
             item = ThresholdAlarmReportItem.from_api(body)
         except ValidationError as exc:
@@ -397,7 +422,11 @@ def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:
 
     @api.get("/analysis/junit-reports/{bench_result_id}", name="junit_report", tags=["analysis"])
     async def junit_report(bench_result_id: str) -> Response:
-        return Response(state.junit_xml(bench_result_id), media_type="application/xml")
+        return Response(state.junit_xml(bench_result_id), media_type=XML)
+
+    @api.get("/analysis/bench-reports/{report_id}", name="get_bench_report", tags=["analysis"])
+    async def get_bench_report(report_id: str) -> Response:
+        return _json(_report_document(state.report(report_id)))
 
     @api.get("/analysis/logs/list/{bench_result_id}", name="list_logs", tags=["analysis"])
     async def list_logs(bench_result_id: str) -> Response:
@@ -407,20 +436,14 @@ def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:
     async def download_log(bench_result_id: str, filename: str | None = Query(default=None)) -> Response:
         if not filename:
             raise SimulatorError(400, "Query parameter filename is required")
-        content, media_type = state.log_file(bench_result_id, filename)
-        return Response(
-            content,
-            media_type=media_type,
-            headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-        )
+        return file_response(state.log_file(bench_result_id, filename), filename)
 
 
 def _add_task_routes(api: APIRouter, state: SimulatorState) -> None:
     @api.post("/tasks", name="create_task", tags=["tasks"])
     async def create_task(request: Request) -> Response:
         body = await _json_body(request, required=True)
-        if not isinstance(body, dict) or body.get("@type") != "PrintReportTask":
-            raise SimulatorError(400, 'The body must be a PrintReportTask ("@type")')
+        require_type(body, "PrintReportTask", "The body")
         try:
             task_request = PrintReportTask.from_api(body)
         except ValidationError as exc:
@@ -433,25 +456,87 @@ def _add_task_routes(api: APIRouter, state: SimulatorState) -> None:
     @api.get("/tasks/{task_id}/result", name="task_result", tags=["tasks"])
     async def task_result(task_id: str) -> Response:
         task, status = state.poll_task(task_id)
-        if status == "SUCCESS":
-            result: dict[str, Any] = PrintReportTaskResult(filename=str(task.filename)).to_api()
-        elif status == "FAILED":
-            result = FailedTaskResult(stack_trace=FAILED_STACK_TRACE).to_api()
-        if task.shape == "legacy":
-            if status == "PENDING":
-                return Response(status_code=200)
-            return _json(result)
-        if status == "PENDING":
-            envelope: dict[str, Any] = {"status": "PENDING"}
-        elif status == "SUCCESS":
-            envelope = {"status": "SUCCESS", "result": result}
-        else:
-            envelope = {
-                "status": "FAILED",
-                "message": "Report rendering failed: headless browser timed out",
-                "result": result,
+        if task.shape == "envelope":
+            # The agent documentation's shape: no file name, the PDF is found in the run's file list.
+            messages = {
+                "PENDING": "Printing the report",
+                "SUCCESS": "Report printed and attached to its first bench result",
+                "FAILED": "Report rendering failed: headless browser timed out",
             }
-        return _json(TaskStatusEnvelope.from_api(envelope).to_api())
+            envelope = {"taskId": task.id, "status": status, "message": messages[status]}
+            return _json(TaskStatusEnvelope.from_api(envelope).to_api())
+        if status == "PENDING":
+            return Response(status_code=200)
+        if status == "SUCCESS":
+            return _json(PrintReportTaskResult(filename=str(task.filename)).to_api())
+        return _json(FailedTaskResult(stack_trace=FAILED_STACK_TRACE).to_api())
+
+
+def _add_summary_route(api: APIRouter, state: SimulatorState) -> None:
+    @api.post("/analysis/metrics/summary", name="metrics_summary", tags=["analysis"])
+    async def metrics_summary(request: Request) -> Response:
+        """A SummaryReportItem in, its metrics' values out (aligned); ``[]`` until the runs are over."""
+        body = await _json_body(request, required=True)
+        require_type(body, "SummaryReportItem", "The body")
+        metrics = body.get("metrics")
+        if not isinstance(metrics, list) or not metrics:
+            raise SimulatorError(400, "metrics: a non-empty list of metrics is required")
+        wanted: list[tuple[str, MetricId]] = []
+        for index, metric in enumerate(metrics):
+            wanted.append(_summary_metric(metric, f"metrics[{index}]"))
+        try:
+            SummaryReportItem.from_api(body)
+        except ValidationError as exc:
+            raise SimulatorError(400, f"Bad SummaryReportItem: {_short(exc)}") from None
+        return _json(state.summary_values(wanted))
+
+
+def _summary_metric(metric: Any, where: str) -> tuple[str, MetricId]:
+    """(run id, metric id) of one metric of a summary body; 400 for what Jackson could not read."""
+    if not isinstance(metric, dict):
+        raise SimulatorError(400, f"{where} must be a JSON object")
+    if "@type" in metric:  # the service's own metrics carry one; the third-party client's do not
+        require_type(metric, METRIC_TYPES, where)
+    run_id = metric.get("benchResultId")
+    if not isinstance(run_id, str) or not run_id:
+        raise SimulatorError(400, f"{where}.benchResultId is required")
+    try:
+        metric_id = MetricId(str(metric.get("id")))
+    except ValueError:
+        raise SimulatorError(400, f"{where}.id: unknown metric id {metric.get('id')!r}") from None
+    sample_type = metric.get("type")
+    if sample_type is not None and sample_type not in SAMPLE_TYPES:
+        raise SimulatorError(400, f"{where}.type: unknown sample type {sample_type!r}")
+    return run_id, metric_id
+
+
+def _report_document(report: Report) -> dict[str, Any]:
+    """A BenchReport as the start call and ``GET /analysis/bench-reports/{id}`` answer it."""
+    return BenchReport.from_api(
+        {
+            "id": report.id,
+            "projectId": report.project_id,
+            "name": report.name,
+            "description": report.description,
+            "benchResultIds": [report.run_id],
+            "configs": report.configs,
+            "items": report.items,
+        }
+    ).to_api()
+
+
+def _bench_result_document(run: Run, state: SimulatorState) -> dict[str, Any]:
+    project = run.scenario.project_id
+    return BenchResult.from_api(
+        {
+            "id": run.id,
+            "batchId": f"batch-{run.number}",
+            "scenarioId": run.scenario.id,
+            "designProjectId": project,
+            "resultProjectId": project,
+            "state": state.state_of(run),
+        }
+    ).to_api()
 
 
 def _admin_router(state: SimulatorState) -> APIRouter:

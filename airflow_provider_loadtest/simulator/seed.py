@@ -48,6 +48,8 @@ class MetricProfile(SeedModel):
     response_kb: float = Field(default=32.0, ge=0)
     simulated_seconds: float = Field(default=600.0, gt=0)
     """How many seconds of load a whole run stands for (runs are compressed in time)."""
+    users: int = Field(default=50, ge=0)
+    """Concurrent virtual users (the USERLOAD metric)."""
 
 
 class ScenarioSpec(SeedModel):
@@ -66,6 +68,9 @@ class ScenarioSpec(SeedModel):
     agents: int = Field(default=1, ge=1, le=50)
     print_fails: bool = False
     """Print tasks of this scenario's reports end in failure."""
+    slowdown_per_run: float = Field(default=0.0, ge=0, le=10)
+    """Each run of this scenario is this much slower than the one before (0.2: response times +20 %),
+    counted since the last reset: a regression to show a baseline comparison failing."""
 
 
 class WorkspaceSpec(SeedModel):
@@ -83,11 +88,14 @@ class ProjectSpec(SeedModel):
 class SettingsSpec(SeedModel):
     run_seconds: float = Field(default=6.0, gt=0)
     task_result_shape: TaskResultShape = "legacy"
+    """How a print task's result is polled: ``legacy`` (empty body while pending, then
+    ``{"@type": "PrintReportTaskResult", "filename": ...}``) or ``envelope`` (``{taskId, status, message}``,
+    no file name: the PDF is found in the run's file list)."""
     task_pending_polls: int = Field(default=2, ge=0)
     """How many polls of a print task answer "pending" before it is done."""
     task_fails: bool = False
     progress_scale: Literal["percent", "fraction"] = "percent"
-    """How progress is answered: an integer 0-100 (the service), or a float 0-1 (one document says so)."""
+    """How progress is answered: a decimal 0-100 (the service), or a decimal 0-1 (one document says so)."""
     fault_seed: int = 0
     """Seed of the random generator behind probabilistic faults."""
 

@@ -11,17 +11,22 @@ Progress is 0 until RUNNING, then grows linearly to 100; it freezes when the run
 
 from __future__ import annotations
 
+import gzip
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from xml.etree import ElementTree as ET
 
+from airflow_provider_loadtest.models.enums import MetricId
 from airflow_provider_loadtest.simulator.faults import FaultInjector, FaultSpec
+from airflow_provider_loadtest.simulator.figures import RunFigures
 from airflow_provider_loadtest.simulator.recorder import Recorder
 from airflow_provider_loadtest.simulator.seed import (
     AlarmSpec,
+    ProjectSpec,
     ScenarioSpec,
     Seed,
     SettingsSpec,
@@ -41,6 +46,14 @@ RUNNING_FROM = 0.25
 ERROR_AT = 0.20
 ABORT_AT = RUNNING_FROM + (1 - RUNNING_FROM) / 2
 TERMINAL_STATES = frozenset({"FINISHED", "ABORTED", "ERROR"})
+#: Metric ids of the SummaryReportItem the service puts in a run's own report when no template is chosen.
+DEFAULT_SUMMARY_METRICS: tuple[str, ...] = (
+    "HITS_TOTAL",
+    "HITS_RATE",
+    "ERRORS_PERCENT",
+    "RESPONSE_TIME_AVG",
+    "RESPONSE_TIME_PERCENTILE_95",
+)
 
 
 class SimulatorError(Exception):
@@ -88,6 +101,8 @@ class Run:
     started_at: float
     duration: float
     properties: dict[str, str]
+    ordinal: int = 1
+    """Which run of its scenario this is (1 for the first since the last reset)."""
     stopped_at: float | None = None
     files: dict[str, bytes] = field(default_factory=dict)
 
@@ -133,11 +148,19 @@ class Run:
     def reached_running(self, now: float) -> bool:
         return self.fraction(now) >= RUNNING_FROM and self.state(now) != "ERROR"
 
+    @property
+    def slowdown(self) -> float:
+        """How much slower than the scenario's profile this run is (1.0: not at all)."""
+        return float((1 + self.scenario.slowdown_per_run) ** (self.ordinal - 1))
+
+    def figures(self, now: float) -> RunFigures:
+        return RunFigures.of(self.scenario.metrics, self.progress(now), self.slowdown, self.scenario.agents)
+
 
 @dataclass(frozen=True)
 class Metric:
     name: str
-    value: float
+    value: float | int
     unit: str
 
 
@@ -244,15 +267,19 @@ class SimulatorState:
 
     def scenario_of(self, route: str | None, params: dict[str, str], body: Any) -> str | None:
         """The scenario a request concerns, for faults scoped to a scenario (best effort)."""
-        if route == "run_scenario":
+        if route in ("run_scenario", "get_scenario"):
             return params.get("scenario_id")
         run_id = params.get("bench_result_id")
+        metric: Any = None
         if route == "threshold_alarms" and isinstance(body, dict):
             metric = body.get("metric")
-            if isinstance(metric, dict) and isinstance(metric.get("benchResultId"), str):
-                run_id = metric["benchResultId"]
-        if route == "create_task" and isinstance(body, dict):
-            report = self.reports.get(str(body.get("benchReportId")))
+        if route == "metrics_summary" and isinstance(body, dict) and isinstance(body.get("metrics"), list):
+            metric = (body["metrics"] or [None])[0]
+        if isinstance(metric, dict) and isinstance(metric.get("benchResultId"), str):
+            run_id = metric["benchResultId"]
+        if route in ("create_task", "get_bench_report"):
+            report_id = body.get("benchReportId") if isinstance(body, dict) else params.get("report_id")
+            report = self.reports.get(str(report_id))
             run_id = report.run_id if report else None
         if route == "task_result":
             task = self.tasks.get(params.get("task_id", ""))
@@ -261,6 +288,25 @@ class SimulatorState:
         with self._lock:
             run = self.runs.get(run_id or "")
         return run.scenario.id if run else None
+
+    def scenario(self, scenario_id: str) -> ScenarioSpec:
+        found = self.seed.scenario(scenario_id)
+        if found is None:
+            raise SimulatorError(404, f"Unknown scenario: {scenario_id}")
+        return found
+
+    def project(self, project_id: str) -> ProjectSpec:
+        found = self.seed.project(project_id)
+        if found is None:
+            raise SimulatorError(404, f"Unknown project: {project_id}")
+        return found
+
+    def report(self, report_id: str) -> Report:
+        with self._lock:
+            found = self.reports.get(report_id)
+        if found is None:
+            raise SimulatorError(404, f"Unknown bench report: {report_id}")
+        return found
 
     def templates_of(self, workspace_id: str) -> list[dict[str, Any]]:
         if not any(w.id == workspace_id for w in self.seed.workspaces):
@@ -283,11 +329,8 @@ class SimulatorState:
         name: str | None = None,
         properties: dict[str, str] | None = None,
     ) -> tuple[Run, Report]:
-        scenario = self.seed.scenario(scenario_id)
-        if scenario is None:
-            raise SimulatorError(404, f"Unknown scenario: {scenario_id}")
-        project = self.seed.project(scenario.project_id)
-        assert project is not None  # noqa: S101 - type narrowing: the seed checks references
+        scenario = self.scenario(scenario_id)
+        project = self.project(scenario.project_id)  # the seed checks references
         template: dict[str, Any] | None = None
         if template_id is not None:
             template = self.seed.template(template_id)
@@ -307,6 +350,7 @@ class SimulatorState:
                 started_at=self.clock.now(),
                 duration=self.duration_of(scenario),
                 properties=dict(properties or {}),
+                ordinal=1 + sum(1 for r in self.runs.values() if r.scenario.id == scenario.id),
             )
             report = Report(
                 id=report_id,
@@ -315,7 +359,7 @@ class SimulatorState:
                 description=str(template.get("description", "")) if template else "",
                 run_id=run_id,
                 configs=_with_run_id(template.get("configs", []) if template else [], run_id),
-                items=_with_run_id(template.get("items", []) if template else [], run_id),
+                items=_with_run_id(template.get("items", []), run_id) if template else _default_items(run_id),
                 template_id=template_id,
             )
             self.runs[run_id] = run
@@ -332,26 +376,22 @@ class SimulatorState:
             return run.state(now)
 
     def metrics(self, run_id: str) -> list[Metric]:
+        """Live headline metrics: integer counts, a hit rate of hits over elapsed seconds."""
         run = self.run(run_id)
-        profile = run.scenario.metrics
-        progress = run.progress(self.clock.now())
-        seconds = profile.simulated_seconds * progress / 100
-        hits = math.floor(profile.hits_per_second * seconds)
-        errors = math.floor(hits * profile.error_rate)
-        active = progress > 0 and run.state(self.clock.now()) == "RUNNING"
-        # A small deterministic wobble keeps live figures from looking frozen.
-        wobble = 1 + 0.05 * math.sin(progress / 7) if hits else 0
-        return [
-            Metric("Hits", float(hits), "hits"),
-            Metric("Errors", float(errors), "errors"),
-            Metric("Average response time", round(profile.avg_response_time_ms * wobble, 1), "ms"),
-            Metric("Hit rate", round(profile.hits_per_second * wobble, 1) if active else 0.0, "hits/s"),
-            Metric(
-                "Throughput",
-                round(profile.hits_per_second * profile.response_kb / 1024 * wobble, 2) if active else 0.0,
-                "MB/s",
-            ),
-        ]
+        now = self.clock.now()
+        progress = run.progress(now)
+        # A small deterministic wobble keeps a running test's average from looking frozen; none once over.
+        wobble = 1 + 0.05 * math.sin(progress / 7) if run.state(now) == "RUNNING" and progress else 1.0
+        return [Metric(name, value, unit) for name, value, unit in run.figures(now).headline(wobble)]
+
+    def summary_values(self, wanted: list[tuple[str, MetricId]]) -> list[float | int]:
+        """Values of metrics (each of a run, by id), aligned; empty while any of those runs is not over,
+        or when one ended without any load (values exist once the run is terminal)."""
+        runs = [(self.run(run_id), metric_id) for run_id, metric_id in wanted]
+        now = self.clock.now()
+        if any(run.state(now) not in TERMINAL_STATES or run.progress(now) == 0 for run, _ in runs):
+            return []
+        return [run.figures(now).summary_value(metric_id) for run, metric_id in runs]
 
     def alarms(self, run_id: str) -> list[Alarm]:
         run = self.run(run_id)
@@ -399,26 +439,47 @@ class SimulatorState:
     # --- logs -------------------------------------------------------------------------------------
 
     def log_files(self, run_id: str) -> list[str]:
+        """The run's files as the service names them: printed PDFs, ``jmeter.log``, and per load
+        generator its monitoring-agent log and its gzipped JTL results."""
         run = self.run(run_id)
-        names = sorted(run.files)
-        names += ["junit.xml", "jmeter.log"] + [f"agent-{i}.log" for i in range(1, run.scenario.agents + 1)]
-        return names
+        return (
+            sorted(run.files)
+            + ["jmeter.log"]
+            + [
+                name
+                for generator in _generators(run)
+                for name in (f"{generator}-agent.log", f"{generator}.jtl.gz")
+            ]
+        )
 
-    def log_file(self, run_id: str, filename: str) -> tuple[bytes, str]:
-        """A file of a run and its media type."""
+    def log_file(self, run_id: str, filename: str) -> bytes:
+        """The content of a file of a run."""
         run = self.run(run_id)
         if filename in run.files:
-            return run.files[filename], "application/pdf"
-        if filename == "junit.xml":
-            return self.junit_xml(run_id).encode(), "application/xml"
-        if filename == "jmeter.log" or (
-            filename.startswith("agent-")
-            and filename.endswith(".log")
-            and filename[6:-4].isdigit()
-            and 1 <= int(filename[6:-4]) <= run.scenario.agents
-        ):
-            return self._log_text(run, filename).encode(), "text/plain"
+            return run.files[filename]
+        if filename == "jmeter.log" or filename in {f"{g}-agent.log" for g in _generators(run)}:
+            return self._log_text(run, filename).encode()
+        if filename in {f"{g}.jtl.gz" for g in _generators(run)}:
+            return gzip.compress(self._jtl(run, filename.removesuffix(".jtl.gz")).encode(), mtime=0)
         raise SimulatorError(404, f"Unknown file of bench result {run_id}: {filename}")
+
+    def _jtl(self, run: Run, generator: str) -> str:
+        """A few JMeter CSV result lines of one load generator (deterministic; errors at the run's rate)."""
+        figures = run.figures(self.clock.now())
+        rows = [
+            "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,bytes,sentBytes,Latency,Connect"
+        ]
+        shown = min(figures.hits, 20)
+        failing = round(shown * run.scenario.metrics.error_rate)
+        for i in range(shown):
+            ok = i >= failing
+            elapsed = round(figures.avg_response_time_ms * (0.6 + 0.8 * ((i * 7) % 10) / 9))
+            rows.append(
+                f"{1767225600000 + 250 * i},{elapsed},GET /api/item,{200 if ok else 500},"
+                f"{'OK' if ok else 'Internal Server Error'},{generator} 1-{i % 4 + 1},{str(ok).lower()},"
+                f"{int(figures.response_bytes)},640,{round(elapsed * 0.74)},{round(elapsed * 0.07)}"
+            )
+        return "\n".join(rows) + "\n"
 
     def _log_text(self, run: Run, filename: str) -> str:
         now = self.clock.now()
@@ -462,7 +523,7 @@ class SimulatorState:
             if task.filename is None:
                 report = self.reports[task.report_id]
                 run = self.runs[report.run_id]
-                task.filename = f"{report.id}.pdf"
+                task.filename = pdf_name(report.name)
                 run.files[task.filename] = self._render_pdf(report, run)
             return task, "SUCCESS"
 
@@ -487,6 +548,33 @@ class SimulatorState:
         if report.description:
             lines += ["", report.description]
         return render_pdf(report.name, lines)
+
+
+def pdf_name(report_name: str) -> str:
+    """The printed PDF's file name: the report's name, with characters unsafe in a file name replaced."""
+    stem = re.sub(r"[^\w .()-]+", "_", report_name).strip(" .") or "report"
+    return f"{stem}.pdf"
+
+
+def _generators(run: Run) -> list[str]:
+    """Names of the run's load generators (one per agent of the scenario)."""
+    return [f"lg-{i}" for i in range(1, run.scenario.agents + 1)]
+
+
+def _default_items(run_id: str) -> list[dict[str, Any]]:
+    """The items of a run's own report without a template: a summary whose metrics the service built."""
+    metrics = [
+        {
+            "@type": "HitMetric",
+            "benchResultId": run_id,
+            "configs": [],
+            "filters": [],
+            "id": metric_id,
+            "type": "HIT",
+        }
+        for metric_id in DEFAULT_SUMMARY_METRICS
+    ]
+    return [{"@type": "SummaryReportItem", "id": "summary", "name": "Summary", "metrics": metrics}]
 
 
 def _alarm(spec: AlarmSpec, progress: float) -> Alarm:

@@ -66,10 +66,15 @@ class LoadTestRunTrigger(BaseTrigger):
                 )
                 outcome = await client.drive(steps, self.log)
         except Exception as exc:
-            # The event carries the message (never the key: errors are built without it) so the task
-            # fails on the worker with the real reason.
+            # The event carries the message (never the key: errors are built without it) and the run,
+            # so the task fails on the worker with the real reason and says how to stop the run.
             yield TriggerEvent(
-                {"status": "error", "run": self.run_record, "message": f"{type(exc).__name__}: {exc}"}
+                {
+                    "status": "error",
+                    "run": self.run_record,
+                    "message": f"{type(exc).__name__}: {exc}",
+                    "never_succeeds": bool(getattr(exc, "never_succeeds", False)),
+                }
             )
             return
         yield TriggerEvent({"status": "done", "run": self.run_record, "outcome": outcome.to_json()})

@@ -132,18 +132,18 @@ def test_retry_reattaches_after_first_try_lost_the_run(
     airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
 ) -> None:
     """The first try dies while the test runs (its status call fails); the retry must not start another."""
-    sim.set_fault("error", route="get_bench_result", status=500, count=1)
+    sim.set_fault("error", route="get_bench_result", status=500, count=5)  # the read's 5 attempts
     result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_RETRIES="1")
     assert result.succeeded, result.output[-6000:]
     assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("success", 2)
-    assert "Re-attaching to run" in result.output
     assert len(sim.starts()) == 1
 
 
-def test_killed_first_try_stops_its_run_and_retry_starts_fresh(
+def test_timed_out_try_stops_its_run_and_is_not_retried(
     airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
 ) -> None:
-    """execution_timeout kills the first try mid-run: its run is stopped, the retry starts a new one."""
+    """execution_timeout ends the wait: the run is stopped and the verdict is final, even with
+    retries and restart_failed_runs (which only covers runs ending ERROR/ABORTED in the service)."""
     result = _run(
         airflow_home,
         sim,
@@ -152,14 +152,13 @@ def test_killed_first_try_stops_its_run_and_retry_starts_fresh(
         LOADTEST_E2E_SCENARIO="slow-scenario",
         LOADTEST_E2E_EXECUTION_TIMEOUT="6",
         LOADTEST_E2E_RETRIES="1",
+        LOADTEST_E2E_RESTART="1",
     )
-    assert not result.succeeded  # the slow run outlives the retry's timeout too
-    assert len(sim.starts()) == 2
-    first, second = sim.runs()
+    assert not result.succeeded
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("failed", 1)
+    (run,) = sim.runs()
     stopped = {r.path.rsplit("/", 1)[-1] for r in sim.requests if r.route == "stop_run"}
-    assert first.id in stopped  # killed try stopped its run...
-    assert first.state(sim.state.now()) == "ABORTED"  # ...so the retry started afresh
-    assert second.id in stopped  # and the retry's run was stopped when its own timeout hit
+    assert run.id in stopped
     assert "Stopping run" in result.output
 
 
@@ -175,3 +174,16 @@ def test_task_failing_before_a_run_starts_logs_no_second_error(
     assert [r.status for r in sim.starts()] == [404]  # the service refused: no run
     assert "XCom not found" not in result.output
     assert not result.xcom("loadtest_e2e_lifecycle", "run_load_test", "_link_LoadTestReportLink")
+
+
+def test_start_answer_dropped_fails_for_good_with_one_run_billed(
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """The service accepts the start, then the answer is lost: retries=1 must not start a second run."""
+    sim.set_fault("accept_then_drop", route="run_scenario", count=1)
+    result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_RETRIES="1")
+    assert not result.succeeded
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("failed", 1)
+    assert "outcome is unknown" in result.output
+    assert len(sim.starts()) == 1
+    assert len(sim.runs()) == 1

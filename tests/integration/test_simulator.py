@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -28,6 +29,7 @@ from airflow_provider_loadtest.simulator.pytest_plugin import (  # noqa: F401
 pytestmark = pytest.mark.integration
 
 TIMEOUT = 5  # seconds, for every HTTP call
+FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures"
 DURATION = 6.0  # the default seed's run duration, walked with a fake clock
 
 
@@ -80,8 +82,28 @@ def _state(http: requests.Session, sim: SimulatorHandle, run_id: str) -> str:
     return str(response.json()["state"])
 
 
+def _official_body(name: str, **ids: str) -> Any:
+    """A request body of an official client (tests/unit/fixtures), its ``<placeholders>`` filled in."""
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    for placeholder, value in ids.items():
+        text = text.replace(f"<{placeholder}>", value)
+    return json.loads(text)
+
+
 def _alarm_body(run_id: str) -> dict[str, Any]:
-    return {"@type": "ThresholdAlarmReportItem", "metric": {"benchResultId": run_id}}
+    """The official Maven plugin's body, verbatim but for the run id (beyond-the-spec)."""
+    body: dict[str, Any] = _official_body("maven_threshold_alarm_body.json", id=run_id)
+    return body
+
+
+def _summary_body(run_id: str, metric_ids: list[str], item_type: str | None = "SummaryReportItem") -> Any:
+    """A summary request as the spec's third-party client sends it (metrics without ``@type``)."""
+    metrics = [
+        {"id": metric_id, "type": "HIT", "filters": [], "benchResultId": run_id, "configs": []}
+        for metric_id in metric_ids
+    ]
+    body: dict[str, Any] = {"id": "", "name": "Gate", "metrics": metrics}
+    return {"@type": item_type, **body} if item_type else body
 
 
 def _alarms(http: requests.Session, sim: SimulatorHandle, run_id: str) -> list[dict[str, Any]]:
@@ -159,10 +181,22 @@ def test_unknown_file_of_a_known_run_is_404(http: requests.Session, sim: Simulat
             "/analysis/threshold-alarms",
             json.dumps({"@type": "ThresholdAlarmReportItem", "metric": 3}).encode(),
         ),
+        (
+            "/analysis/threshold-alarms",
+            json.dumps({"@type": "ThresholdAlarmReportItem", "metric": {"@type": "HitMetric"}}).encode(),
+        ),
         ("/tasks", b""),
         ("/tasks", json.dumps({"benchReportId": "report-1"}).encode()),
         ("/tasks", json.dumps({"@type": "PrintReportTask"}).encode()),
         ("/tasks", json.dumps([1, 2]).encode()),
+        ("/analysis/threshold-alarms", json.dumps({"metric": _alarm_body("br-1")["metric"]}).encode()),
+        (
+            "/analysis/metrics/summary",
+            json.dumps(_summary_body("br-1", ["HITS_TOTAL"], item_type=None)).encode(),
+        ),
+        ("/analysis/metrics/summary", json.dumps(_summary_body("br-1", ["NO_SUCH_METRIC"])).encode()),
+        ("/analysis/metrics/summary", json.dumps(_summary_body("br-1", [])).encode()),
+        ("/analysis/metrics/summary", json.dumps(_summary_body("", ["HITS_TOTAL"])).encode()),
         ("/runtime/scenarios/run/demo-scenario", b"[1]"),
         ("/runtime/scenarios/run/demo-scenario", json.dumps({"map": {"USERS": 3}}).encode()),
         ("/runtime/scenarios/run/demo-scenario", b"{broken"),
@@ -212,7 +246,11 @@ def test_start_answers_a_bench_report_from_the_template(http: requests.Session, 
     )
     second = response.json()
     assert (second["id"], second["benchResultIds"], second["name"]) == ("report-2", ["br-2"], "Nightly 42")
-    assert second["configs"] == [] and second["items"] == []
+    assert second["configs"] == []
+    (summary,) = second["items"]  # without a template, the service builds a summary of its own
+    assert summary["@type"] == "SummaryReportItem"
+    assert {m["id"] for m in summary["metrics"]} >= {"HITS_TOTAL", "RESPONSE_TIME_PERCENTILE_95"}
+    assert {(m["@type"], m["benchResultId"]) for m in summary["metrics"]} == {("HitMetric", "br-2")}
     assert sim.state.runs["br-2"].properties == {"USERS": "50"}
     result = _get(http, sim, "/runtime/bench-results/br-2").json()
     assert result == {
@@ -285,7 +323,7 @@ def test_failing_scenario_ends_in_error_after_preparing(
     assert _state(http, sim, run_id) == "ERROR"
     clock.advance(DURATION)
     assert _state(http, sim, run_id) == "ERROR"
-    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json() == {"value": 0}
+    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json() == {"value": 0.0}
     assert _alarms(http, sim, run_id) == []
 
 
@@ -296,16 +334,18 @@ def test_stop_aborts_an_active_run_and_leaves_a_finished_one(
     done = _start(http, sim)["benchResultIds"][0]
     clock.advance(DURATION * 0.5)
     assert _state(http, sim, active) == "RUNNING"
-    assert _post(http, sim, f"/runtime/bench-results/stop/{active}").status_code == 200
-    assert _state(http, sim, active) == "ABORTED"
+    stopped = _post(http, sim, f"/runtime/bench-results/stop/{active}")
+    assert stopped.status_code == 200
+    assert stopped.json() == _get(http, sim, f"/runtime/bench-results/{active}").json()  # its BenchResult
+    assert stopped.json()["state"] == "ABORTED" and stopped.json()["id"] == active
     frozen = _get(http, sim, f"/runtime/bench-results/progress/{active}").json()["value"]
     assert 0 < frozen < 100
     clock.advance(DURATION)
     assert _state(http, sim, active) == "ABORTED"
     assert _get(http, sim, f"/runtime/bench-results/progress/{active}").json()["value"] == frozen
     assert _state(http, sim, done) == "FINISHED"
-    assert _post(http, sim, f"/runtime/bench-results/stop/{done}").status_code == 200
-    assert _post(http, sim, f"/runtime/bench-results/stop/{active}").status_code == 200
+    assert _post(http, sim, f"/runtime/bench-results/stop/{done}").json()["state"] == "FINISHED"
+    assert _post(http, sim, f"/runtime/bench-results/stop/{active}").json()["state"] == "ABORTED"
     assert _state(http, sim, done) == "FINISHED"
 
 
@@ -313,9 +353,11 @@ def test_progress_scales(http: requests.Session, sim: SimulatorHandle, clock: Fa
     run_id = _start(http, sim)["benchResultIds"][0]
     clock.advance(DURATION * 0.625)  # half-way through RUNNING
     percent = _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"]
-    assert percent == 50 and isinstance(percent, int)
+    assert percent == 50.0 and isinstance(percent, float)  # a Java double on a 0-100 scale
+    clock.advance(DURATION * 0.001)
+    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"] == 50.1
     requests.post(sim.url + "/_simulator/settings", json={"progressScale": "fraction"}, timeout=TIMEOUT)
-    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"] == 0.5
+    assert _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"] == 0.501
 
 
 # --- pass or fail ----------------------------------------------------------------------------------
@@ -360,11 +402,7 @@ def _finished_report(http: requests.Session, sim: SimulatorHandle, clock: FakeCl
 
 
 def _create_task(http: requests.Session, sim: SimulatorHandle, report_id: str) -> str:
-    body = {
-        "@type": "PrintReportTask",
-        "benchReportId": report_id,
-        "config": {"@type": "ExportReportConfig", "pageFormat": "A4"},
-    }
+    body = _official_body("maven_print_task_body.json", reportId=report_id)  # the Maven plugin's
     response = _post(http, sim, "/tasks", json=body)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
@@ -383,12 +421,12 @@ def test_print_task_legacy_shape_and_pdf(
     polls = [_get(http, sim, f"/tasks/{task_id}/result") for _ in range(3)]
     assert [p.status_code for p in polls] == [200, 200, 200]
     assert polls[0].content == b"" and polls[1].content == b""
-    assert polls[2].json() == {"@type": "PrintReportTaskResult", "filename": "report-1.pdf"}
+    assert polls[2].json() == {"@type": "PrintReportTaskResult", "filename": "Nightly SLA report.pdf"}
     files = _get(http, sim, f"/analysis/logs/list/{run_id}").json()
-    assert {"report-1.pdf", "junit.xml", "jmeter.log", "agent-1.log"} <= set(files)
-    pdf = _get(http, sim, f"/analysis/logs/{run_id}", params={"filename": "report-1.pdf"})
+    assert files == ["Nightly SLA report.pdf", "jmeter.log", "lg-1-agent.log", "lg-1.jtl.gz"]
+    pdf = _get(http, sim, f"/analysis/logs/{run_id}", params={"filename": "Nightly SLA report.pdf"})
     assert pdf.status_code == 200
-    assert pdf.headers["content-type"] == "application/pdf"
+    assert pdf.headers["content-type"] == "application/octet-stream"
     assert pdf.content.startswith(b"%PDF-")
     reader = PdfReader(io.BytesIO(pdf.content), strict=True)
     assert len(reader.pages) >= 1
@@ -402,9 +440,9 @@ def test_print_task_legacy_shape_and_pdf(
         "CRITICAL",
     ):
         assert expected in text
-    for name in ("junit.xml", "jmeter.log", "agent-1.log"):
+    for name in ("jmeter.log", "lg-1-agent.log"):
         log = _get(http, sim, f"/analysis/logs/{run_id}", params={"filename": name})
-        assert log.status_code == 200 and log.content
+        assert log.status_code == 200 and log.content.decode().startswith(name)
 
 
 def test_print_task_envelope_shape(http: requests.Session, sim: SimulatorHandle, clock: FakeClock) -> None:
@@ -416,15 +454,16 @@ def test_print_task_envelope_shape(http: requests.Session, sim: SimulatorHandle,
     assert settings.status_code == 200, settings.text
     report = _finished_report(http, sim, clock, "demo-scenario")
     task_id = _create_task(http, sim, report["id"])
-    assert _get(http, sim, f"/tasks/{task_id}/result").json() == {"status": "PENDING"}
+    run_id = report["benchResultIds"][0]
+    pending = _get(http, sim, f"/tasks/{task_id}/result").json()
+    assert pending == {"taskId": task_id, "status": "PENDING", "message": "Printing the report"}
+    assert not any(f.endswith(".pdf") for f in _get(http, sim, f"/analysis/logs/list/{run_id}").json())
     done = _get(http, sim, f"/tasks/{task_id}/result").json()
-    assert done == {
-        "status": "SUCCESS",
-        "result": {"@type": "PrintReportTaskResult", "filename": "report-1.pdf"},
-    }
-    pdf = _get(
-        http, sim, f"/analysis/logs/{report['benchResultIds'][0]}", params={"filename": "report-1.pdf"}
-    )
+    assert set(done) == {"taskId", "status", "message"}  # no file name: the PDF is in the run's files
+    assert (done["taskId"], done["status"]) == (task_id, "SUCCESS")
+    (pdf_name,) = [f for f in _get(http, sim, f"/analysis/logs/list/{run_id}").json() if f.endswith(".pdf")]
+    assert pdf_name == "Nightly SLA report.pdf"
+    pdf = _get(http, sim, f"/analysis/logs/{run_id}", params={"filename": pdf_name})
     assert pdf.content.startswith(b"%PDF-")
 
 
@@ -726,3 +765,349 @@ def test_import_is_lazy_and_airflow_free() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+# --- strict like Spring/Jackson: 406, 415, 400 (issue 9) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "accept", "status"),
+    [
+        ("/analysis/junit-reports/br-1", "application/json", 406),  # what our client sent before issue 9
+        ("/analysis/junit-reports/br-1", "text/xml", 406),
+        ("/analysis/junit-reports/br-1", "application/xml, text/xml, */*", 200),
+        ("/analysis/junit-reports/br-1", "application/*", 200),
+        ("/analysis/junit-reports/br-1", "*/*", 200),
+        ("/analysis/junit-reports/br-1", "application/xml;q=0, */*", 406),
+        ("/analysis/logs/br-1?filename=jmeter.log", "application/json", 406),
+        ("/analysis/logs/br-1?filename=jmeter.log", "text/plain", 406),
+        ("/analysis/logs/br-1?filename=jmeter.log", "*/*", 200),
+        ("/runtime/bench-results/br-1", "application/xml", 406),
+        ("/runtime/bench-results/br-1", "text/html, application/json;q=0.9", 200),
+        ("/analysis/logs/list/br-1", "text/*", 406),
+    ],
+)
+def test_accept_excluding_what_an_endpoint_produces_is_406(
+    http: requests.Session, sim: SimulatorHandle, path: str, accept: str, status: int
+) -> None:
+    _start(http, sim)
+    response = _get(http, sim, path, headers={"Accept": accept})
+    assert response.status_code == status, response.text
+    if status == 406:
+        assert "produces" in response.text
+
+
+def test_no_accept_header_accepts_anything_and_the_key_is_checked_first(
+    http: requests.Session, sim: SimulatorHandle
+) -> None:
+    _start(http, sim)
+    bare = requests.Request("GET", sim.url + "/analysis/junit-reports/br-1", headers=sim.headers()).prepare()
+    assert "Accept" not in bare.headers  # a prepared request carries only the headers it was given
+    assert http.send(bare, timeout=TIMEOUT).status_code == 200
+    wrong_key = requests.get(
+        sim.url + "/analysis/junit-reports/br-1",
+        headers={"Authorization": "Bearer nope", "Accept": "application/json"},
+        timeout=TIMEOUT,
+    )
+    assert wrong_key.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "content_type"),
+    [
+        ("/analysis/threshold-alarms", json.dumps(_alarm_body("br-1")).encode(), "text/plain"),
+        ("/analysis/threshold-alarms", json.dumps(_alarm_body("br-1")).encode(), None),
+        (
+            "/analysis/threshold-alarms",
+            json.dumps(_alarm_body("br-1")).encode(),
+            "application/x-www-form-urlencoded",
+        ),
+        (
+            "/tasks",
+            json.dumps({"@type": "PrintReportTask", "benchReportId": "report-1"}).encode(),
+            "text/plain",
+        ),
+        ("/analysis/metrics/summary", json.dumps(_summary_body("br-1", ["HITS_TOTAL"])).encode(), None),
+        ("/runtime/scenarios/run/demo-scenario", b'{"map": {}}', "text/plain"),
+        ("/runtime/scenarios/run/demo-scenario", b"", "text/plain"),
+    ],
+)
+def test_json_body_without_a_json_content_type_is_415(
+    http: requests.Session, sim: SimulatorHandle, path: str, body: bytes, content_type: str | None
+) -> None:
+    _start(http, sim)
+    request = requests.Request("POST", sim.url + path, data=body, headers=sim.headers()).prepare()
+    if content_type is None:
+        request.headers.pop("Content-Type", None)
+    else:
+        request.headers["Content-Type"] = content_type
+    response = http.send(request, timeout=TIMEOUT)
+    assert response.status_code == 415, response.text
+    assert [r.id for r in sim.runs()] == ["br-1"]  # a refused start starts nothing
+
+
+def test_json_content_types_and_a_bodyless_start_are_accepted(
+    http: requests.Session, sim: SimulatorHandle
+) -> None:
+    bare = requests.Request("POST", sim.url + "/runtime/scenarios/run/demo-scenario", headers=sim.headers())
+    prepared = bare.prepare()
+    assert "Content-Type" not in prepared.headers  # the Jenkins plugin sends no body
+    assert http.send(prepared, timeout=TIMEOUT).status_code == 200
+    for content_type in ("application/json;charset=UTF-8", "application/vnd.octoperf+json"):
+        response = _post(
+            http,
+            sim,
+            "/analysis/threshold-alarms",
+            data=json.dumps(_alarm_body("br-1")),
+            headers={"Content-Type": content_type},
+        )
+        assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "missing"),
+    [
+        (
+            {"metric": {"@type": "MonitoringMetric", "benchResultId": "br-1"}, "name": ""},
+            "ThresholdAlarmReportItem",
+        ),
+        (
+            {"@type": "ThresholdAlarmReportItem", "metric": {"benchResultId": "br-1"}, "name": ""},
+            "MonitoringMetric",
+        ),
+        (
+            {"@type": "ThresholdAlarmReportItem", "metric": {"@type": "Metric", "benchResultId": "br-1"}},
+            "HitMetric",
+        ),
+    ],
+)
+def test_alarm_body_without_its_types_is_400(
+    http: requests.Session, sim: SimulatorHandle, body: dict[str, Any], missing: str
+) -> None:
+    """Our client sent the metric without ``@type`` before issue 9: the real service would refuse it."""
+    _start(http, sim)
+    response = _post(http, sim, "/analysis/threshold-alarms", json=body)
+    assert response.status_code == 400
+    assert missing in response.text and "type" in response.text
+
+
+@pytest.mark.parametrize("fixture", ["maven_threshold_alarm_body.json", "jenkins_threshold_alarm_body.json"])
+def test_alarm_bodies_of_the_official_clients_are_accepted(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock, fixture: str
+) -> None:
+    run_id = _start(http, sim, "warning-scenario")["benchResultIds"][0]
+    clock.advance(DURATION)
+    body = _official_body(fixture, id=run_id)
+    response = _post(http, sim, "/analysis/threshold-alarms", json=body)
+    assert response.status_code == 200, response.text
+    assert {a["id"]: a["severity"] for a in response.json()} == {
+        "alarm-rt": "PASSED",
+        "alarm-errors": "WARNING",
+    }
+
+
+# --- lookups the official clients make (issue 9) ---------------------------------------------------
+
+
+def test_scenario_project_and_report_lookups(http: requests.Session, sim: SimulatorHandle) -> None:
+    report = _start(http, sim, templateId="tpl-nightly")
+    scenario = _get(http, sim, "/runtime/scenarios/demo-scenario").json()
+    assert scenario == {
+        "id": "demo-scenario",
+        "name": "Demo scenario",
+        "description": "",
+        "projectId": "demo-project",
+    }
+    project = _get(http, sim, f"/design/projects/{scenario['projectId']}").json()
+    assert project == {"id": "demo-project", "name": "Demo project", "workspaceId": "demo-workspace"}
+    assert _get(http, sim, f"/analysis/bench-reports/{report['id']}").json() == report
+    for path in ("/runtime/scenarios/nope", "/design/projects/nope", "/analysis/bench-reports/nope"):
+        assert _get(http, sim, path).status_code == 404
+
+
+# --- files as the service names them (issue 9) -----------------------------------------------------
+
+
+def test_run_files_per_load_generator_and_gzipped_jtl(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    import gzip
+
+    run_id = _start(http, sim, "slow-scenario")["benchResultIds"][0]  # two load generators
+    clock.advance(DURATION * 10)
+    files = _get(http, sim, f"/analysis/logs/list/{run_id}").json()
+    assert files == ["jmeter.log", "lg-1-agent.log", "lg-1.jtl.gz", "lg-2-agent.log", "lg-2.jtl.gz"]
+    jtl = _get(
+        http, sim, f"/analysis/logs/{run_id}", params={"filename": "lg-2.jtl.gz"}, headers={"Accept": "*/*"}
+    )
+    assert jtl.content[:2] == b"\x1f\x8b"  # really gzipped, not labelled so
+    lines = gzip.decompress(jtl.content).decode().splitlines()
+    assert lines[0].startswith("timeStamp,elapsed,label,responseCode")
+    assert len(lines) == 21 and all(",lg-2 " in line for line in lines[1:])
+    assert _get(http, sim, f"/analysis/logs/{run_id}", params={"filename": "lg-3.jtl.gz"}).status_code == 404
+
+
+def test_printed_pdf_is_named_after_the_report(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    sim.state.settings = sim.state.settings.model_copy(update={"task_pending_polls": 0})
+    report = _start(http, sim, name="Q3/rollout: nightly")
+    clock.advance(DURATION)
+    task_id = _create_task(http, sim, report["id"])
+    assert _get(http, sim, f"/tasks/{task_id}/result").json()["filename"] == "Q3_rollout_ nightly.pdf"
+    files = _get(http, sim, f"/analysis/logs/list/{report['benchResultIds'][0]}").json()
+    assert files[0] == "Q3_rollout_ nightly.pdf"
+
+
+# --- figures that add up, summary values, a regression to show (issues 9 and 12) --------------------
+
+
+def test_headline_metrics_add_up(http: requests.Session, sim: SimulatorHandle, clock: FakeClock) -> None:
+    run_id = _start(http, sim)["benchResultIds"][0]
+    profile = sim.state.seed.scenario("demo-scenario").metrics  # type: ignore[union-attr]
+    for step in (0.625, 1.0):  # half-way through RUNNING, then finished
+        clock.advance(DURATION * step - clock.now())
+        metrics = {
+            m["name"]: m for m in _get(http, sim, f"/analysis/metrics/global/{run_id}").json()["metrics"]
+        }
+        progress = _get(http, sim, f"/runtime/bench-results/progress/{run_id}").json()["value"]
+        seconds = profile.simulated_seconds * progress / 100
+        hits, errors = metrics["Hits"]["value"], metrics["Errors"]["value"]
+        assert isinstance(hits, int) and isinstance(errors, int)
+        assert metrics["Hit rate"]["value"] == pytest.approx(hits / seconds, abs=0.001)
+        assert errors == int(hits * profile.error_rate)
+        throughput = hits * profile.response_kb * 1024 / seconds / 1024**2
+        assert metrics["Throughput"]["value"] == pytest.approx(throughput, abs=0.001)
+
+
+def _summary(http: requests.Session, sim: SimulatorHandle, body: Any) -> Any:
+    response = _post(http, sim, "/analysis/metrics/summary", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_summary_values_once_the_run_is_over_aligned_and_deterministic(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    from airflow_provider_loadtest.models.enums import MetricId
+
+    ids = ["RESPONSE_TIME_PERCENTILE_95", "HITS_TOTAL", "ERRORS_PERCENT", "HITS_RATE", "RESPONSE_TIME_AVG"]
+    first = _start(http, sim)["benchResultIds"][0]
+    clock.advance(DURATION / 2)
+    assert _summary(http, sim, _summary_body(first, ids)) == []  # values exist once the run is terminal
+    clock.advance(DURATION)
+    values = _summary(http, sim, _summary_body(first, ids))
+    p95, hits, errors_percent, hit_rate, average = values
+    assert p95 > average > 0 and isinstance(hits, int)
+    headline = {
+        m["name"]: m["value"] for m in _get(http, sim, f"/analysis/metrics/global/{first}").json()["metrics"]
+    }
+    assert (hits, hit_rate, average) == (
+        headline["Hits"],
+        headline["Hit rate"],
+        headline["Average response time"],
+    )
+    assert errors_percent == pytest.approx(100 * headline["Errors"] / hits, abs=0.001)
+    assert _summary(http, sim, _summary_body(first, list(reversed(ids)))) == list(reversed(values))
+    second = _start(http, sim)["benchResultIds"][0]
+    clock.advance(DURATION)
+    assert _summary(http, sim, _summary_body(second, ids)) == values  # same scenario, same figures
+    every = _summary(http, sim, _summary_body(second, [m.value for m in MetricId]))
+    assert len(every) == len(MetricId) and all(isinstance(v, int | float) for v in every)
+    assert _post(http, sim, "/analysis/metrics/summary", json=_summary_body("br-99", ids)).status_code == 404
+
+
+def test_summary_of_the_runs_own_report_item(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    report = _start(http, sim)
+    clock.advance(DURATION)
+    (item,) = [i for i in report["items"] if i["@type"] == "SummaryReportItem"]
+    values = _summary(http, sim, item)
+    assert len(values) == len(item["metrics"]) and all(v > 0 for v in values)
+
+
+def test_summary_of_a_run_without_load_is_empty(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    run_id = _start(http, sim, "failing-scenario")["benchResultIds"][0]
+    clock.advance(DURATION)
+    assert _state(http, sim, run_id) == "ERROR"
+    assert _summary(http, sim, _summary_body(run_id, ["HITS_TOTAL"])) == []
+
+
+def test_slower_scenario_gets_twenty_percent_slower_at_every_run(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    ids = ["RESPONSE_TIME_AVG", "RESPONSE_TIME_PERCENTILE_95", "HITS_TOTAL"]
+    runs = [_start(http, sim, "slower-scenario")["benchResultIds"][0] for _ in range(3)]
+    _start(http, sim)  # another scenario's run does not count
+    clock.advance(DURATION)
+    (avg1, p95_1, hits1), (avg2, p95_2, hits2), (avg3, _, _) = (
+        _summary(http, sim, _summary_body(r, ids)) for r in runs
+    )
+    assert avg2 / avg1 == pytest.approx(1.2, rel=0.01) and avg3 / avg2 == pytest.approx(1.2, rel=0.01)
+    assert p95_2 / p95_1 == pytest.approx(1.2, rel=0.01)
+    assert hits1 == hits2
+    both = _summary(
+        http,
+        sim,
+        {
+            **_summary_body(runs[0], ids[:1]),
+            "metrics": [
+                _summary_body(runs[0], ids[:1])["metrics"][0],
+                _summary_body(runs[1], ids[:1])["metrics"][0],
+            ],
+        },
+    )
+    assert both == [avg1, avg2]  # one call may compare a run with its baseline
+    sim.reset()
+    again = _start(http, sim, "slower-scenario")["benchResultIds"][0]
+    clock.advance(DURATION)
+    assert _summary(http, sim, _summary_body(again, ids[:1])) == [avg1]  # counted since the last reset
+
+
+# --- the web UI's report page (issue 9) ------------------------------------------------------------
+
+
+def test_report_page_at_the_web_ui_path(
+    sim: SimulatorHandle, http: requests.Session, clock: FakeClock
+) -> None:
+    report = _start(http, sim, "critical-scenario", templateId="tpl-nightly")
+    clock.advance(DURATION)
+    page_url = (
+        f"{sim.url}/ui/workspace/demo-workspace/project/{report['projectId']}/analysis/report/{report['id']}"
+    )
+    recorded = len(sim.requests)
+    page = requests.get(page_url, timeout=TIMEOUT)  # a browser: no API key
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for expected in (
+        "Nightly SLA report",
+        "FINISHED",
+        "Hit rate",
+        "CRITICAL",
+        "Average response time 1850 ms",
+        "lg-1.jtl.gz",
+    ):
+        assert expected in page.text
+    link = page.text.split('href="', 1)[1].split('"', 1)[0]
+    file = requests.get(requests.compat.urljoin(page_url, link), timeout=TIMEOUT)
+    assert file.status_code == 200 and file.content.decode().startswith("jmeter.log of br-1")
+    wrong = page_url.replace("demo-workspace", "other-workspace")
+    assert requests.get(wrong, timeout=TIMEOUT).status_code == 404  # a wrongly built link fails here
+    assert len(sim.requests) == recorded  # the web UI is not the API: not recorded
+
+
+def test_scenario_scoped_faults_reach_the_new_routes(
+    http: requests.Session, sim: SimulatorHandle, clock: FakeClock
+) -> None:
+    report = _start(http, sim, "warning-scenario")
+    demo = _start(http, sim)
+    clock.advance(DURATION)
+    sim.set_fault("error", scenario_id="warning-scenario", status=502)
+    run_id = report["benchResultIds"][0]
+    assert _get(http, sim, "/runtime/scenarios/warning-scenario").status_code == 502
+    assert _get(http, sim, f"/analysis/bench-reports/{report['id']}").status_code == 502
+    summary = _summary_body(run_id, ["HITS_TOTAL"])
+    assert _post(http, sim, "/analysis/metrics/summary", json=summary).status_code == 502
+    assert _summary(http, sim, _summary_body(demo["benchResultIds"][0], ["HITS_TOTAL"]))

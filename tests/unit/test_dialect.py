@@ -424,7 +424,9 @@ def test_a_bad_export_setting_fails_before_any_run_starts(
         report_pdf_destination=str(tmp_path / "r.pdf"),
         report_export_config={"pageFormat": "A7"},
     )
-    with pytest.raises(ValueError, match="allowed values"):
+    from airflow_provider_loadtest.compat import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match="allowed values"):  # never retried
         op.execute(_context())  # type: ignore[arg-type]
     assert requests_mock.request_history == []
 

@@ -5,6 +5,7 @@ from unittest import mock
 
 import pytest
 import requests_mock as rm
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_loadtest.api.errors import (
     AmbiguousTemplateError,
@@ -81,8 +82,9 @@ def test_missing_template_lists_what_exists_and_starts_nothing(
         template_name="Weekly",
         workspace_id="ws-1",
     )
-    with pytest.raises(TemplateNotFoundError) as caught:
+    with pytest.raises(AirflowFailException) as caught:  # a retry would meet the same list
         op.execute(_context())  # type: ignore[arg-type]
+    assert isinstance(caught.value.__cause__, TemplateNotFoundError)
     message = str(caught.value)
     assert "workspace 'ws-1' has no report template named 'Weekly'" in message
     assert "'Smoke' (id 't-3')" in message
@@ -95,8 +97,9 @@ def test_ambiguous_template_starts_nothing(loadtest_conn: str, requests_mock: rm
     op = RunScenarioOperator(
         task_id="t", wait_for_completion=False, scenario_id="sc-1", template_name="dup", workspace_id="ws-1"
     )
-    with pytest.raises(AmbiguousTemplateError):
+    with pytest.raises(AirflowFailException) as caught:
         op.execute(_context())  # type: ignore[arg-type]
+    assert isinstance(caught.value.__cause__, AmbiguousTemplateError)
     assert not any(r.method == "POST" for r in requests_mock.request_history)
 
 
@@ -121,8 +124,9 @@ def test_rendered_bad_ids_fail_before_any_http_call(
     )
     op.scenario_id, op.template_id, op.workspace_id = "sc-1", "t-1", "ws-1"  # what rendering would give
     setattr(op, field, "../../admin")
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(AirflowFailException, match=field) as caught:  # never retried
         op.execute(_context())  # type: ignore[arg-type]
+    assert isinstance(caught.value.__cause__, ValueError)
     assert requests_mock.call_count == 0
 
 
@@ -145,15 +149,16 @@ def test_properties_are_sent_as_strings(loadtest_conn: str, requests_mock: rm.Mo
 
 def test_answer_without_run_id_is_an_error(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
     requests_mock.post(RUN_URL, json={"id": "rep-1", "benchResultIds": []})
-    with pytest.raises(ValueError, match="no report id or bench result id"):
+    with pytest.raises(AirflowFailException, match="no report id or bench result id"):
         RunScenarioOperator(task_id="t", wait_for_completion=False, scenario_id="sc-1").execute(_context())  # type: ignore[arg-type]
 
 
 def test_api_failure_propagates_with_details(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
     requests_mock.post(RUN_URL, status_code=403, text="Plan limit reached")
-    with pytest.raises(LoadTestApiError, match="Plan limit reached") as caught:
+    with pytest.raises(AirflowFailException, match="Plan limit reached") as caught:
         RunScenarioOperator(task_id="t", wait_for_completion=False, scenario_id="sc-1").execute(_context())  # type: ignore[arg-type]
-    assert caught.value.status == 403
+    assert isinstance(caught.value.__cause__, LoadTestApiError)
+    assert caught.value.__cause__.status == 403
 
 
 def test_templated_fields() -> None:
@@ -168,6 +173,9 @@ def test_templated_fields() -> None:
         "junit_destination",
         "report_pdf_destination",
         "report_export_config",
+        "metric_budgets",
+        "baseline",
+        "max_regression_pct",
     }
 
 

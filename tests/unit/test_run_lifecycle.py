@@ -11,13 +11,18 @@ from unittest import mock
 import pytest
 import requests_mock as rm
 
-from airflow_provider_loadtest.compat import AIRFLOW_V_3_3_PLUS, AirflowException, TaskDeferred
+from airflow_provider_loadtest.compat import (
+    AIRFLOW_V_3_3_PLUS,
+    AirflowException,
+    AirflowFailException,
+    TaskDeferred,
+)
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
 from tests.conftest import BASE_URL
-from tests.unit.test_hook import BENCH_REPORT, RUN_URL
+from tests.unit.test_hook import BENCH_REPORT, RUN_URL, TEMPLATES_URL
 
 STATE_URL = f"{BASE_URL}/runtime/bench-results/br-1"
 STOP_URL = f"{BASE_URL}/runtime/bench-results/stop/br-1"
@@ -27,15 +32,28 @@ PROGRESS_URL = f"{BASE_URL}/runtime/bench-results/progress/br-1"
 
 
 class FakeStateStore:
-    """Airflow 3.3's task_state_store: survives retries of the same task instance."""
+    """Airflow 3.3's task_state_store: survives retries (and clears) of the same task instance.
 
-    def __init__(self, data: dict[str, Any] | None = None) -> None:
+    ``fail_get`` makes every read raise; ``fail_sets`` lists which writes (1 = the first) raise.
+    """
+
+    def __init__(
+        self, data: dict[str, Any] | None = None, *, fail_get: bool = False, fail_sets: tuple[int, ...] = ()
+    ) -> None:
         self.data = dict(data or {})
+        self.fail_get = fail_get
+        self.fail_sets = fail_sets
+        self.sets = 0
 
     def get(self, key: str, default: Any = None) -> Any:
+        if self.fail_get:
+            raise RuntimeError("state store: API server answered 503")
         return self.data.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        self.sets += 1
+        if self.sets in self.fail_sets:
+            raise RuntimeError("state store: API server answered 503")
         json.dumps(value)  # must be JSON-safe
         self.data[key] = value
 
@@ -53,8 +71,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def _context(store: FakeStateStore | None = None) -> dict[str, Any]:
-    context: dict[str, Any] = {"ti": mock.MagicMock(name="ti", start_date=None)}
+def _context(
+    store: FakeStateStore | None = None, *, max_tries: int = 0, try_number: int = 1
+) -> dict[str, Any]:
+    ti = mock.MagicMock(name="ti", start_date=None, max_tries=max_tries, try_number=try_number)
+    context: dict[str, Any] = {"ti": ti}
     if store is not None:
         context["task_state_store"] = store
     return context
@@ -95,7 +116,7 @@ def test_waits_and_returns_state_duration_alarms_metrics(
     assert result["alarms"] == [{"id": "a", "severity": "PASSED"}]
     assert result["metrics"] == {"Hits": {"value": 9, "unit": ""}}
     assert result["bench_result_id"] == "br-1"
-    assert RUN_RECORD_KEY not in store.data  # a verdict was reached: nothing left to re-attach to
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"  # kept: a retry takes it
     assert _posts(requests_mock, RUN_URL) == 1
 
 
@@ -172,8 +193,11 @@ def test_execution_timeout_interrupting_the_wait_stops_the_run(
 
     monkeypatch.setattr(hook_module, "_sleep", interrupted)
     with pytest.raises(AirflowTaskTimeout):
-        _op().execute(_context())  # type: ignore[arg-type]
+        _op().execute(_context(FakeStateStore()))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 1
+    with pytest.raises(AirflowFailException, match="would start a second load test"):
+        _op().execute(_context())  # no state store: the retry could not find the stopped run
+    assert _posts(requests_mock, STOP_URL) == 2
 
 
 def test_api_outage_while_polling_leaves_the_run_for_a_retry(
@@ -187,7 +211,7 @@ def test_api_outage_while_polling_leaves_the_run_for_a_retry(
     with pytest.raises(AirflowException, match="HTTP 500"):
         _op().execute(_context(store))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 0
-    assert store.data[RUN_RECORD_KEY]["bench_result_id"] == "br-1"
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
 
 
 def test_on_kill_stops_the_active_run(
@@ -243,7 +267,7 @@ def test_retry_after_failed_run_starts_a_new_one(
 ) -> None:
     _service(requests_mock, ["ERROR", "RUNNING", "FINISHED"])
     store = FakeStateStore({RUN_RECORD_KEY: _saved_record()})
-    assert _op().execute(_context(store))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert _op(restart_failed_runs=True).execute(_context(store))["state"] == "FINISHED"  # type: ignore[arg-type]
     assert _posts(requests_mock, RUN_URL) == 1
 
 
@@ -263,7 +287,7 @@ def test_run_is_recorded_before_waiting(
     store = FakeStateStore()
     with pytest.raises(TaskDeferred):
         _op(deferrable=True).execute(_context(store))  # type: ignore[arg-type]
-    assert store.data[RUN_RECORD_KEY]["bench_result_id"] == "br-1"
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
 
 
 def test_deferrable_defers_with_json_safe_trigger_and_link_already_published(
@@ -324,13 +348,13 @@ def test_execute_complete_success_and_failure(loadtest_conn: str) -> None:
         _context(store), {"status": "done", "run": _saved_record(), "outcome": _outcome()}
     )  # type: ignore[arg-type]
     assert result["state"] == "FINISHED" and result["duration_s"] == 12.5
-    assert RUN_RECORD_KEY not in store.data
+    assert store.data[RUN_RECORD_KEY] == _saved_record()  # kept: a retry takes this verdict
     failed = _outcome(
         state="ERROR", reason="ended", succeeded=False, message="Run br-1 failed in the service (state ERROR)"
     )
     with pytest.raises(AirflowException, match=r"state ERROR\)\. Report: https://"):
         op.execute_complete(_context(), {"status": "done", "run": _saved_record(), "outcome": failed})  # type: ignore[arg-type]
-    with pytest.raises(AirflowException, match="failed in the triggerer: LoadTestApiError: boom"):
+    with pytest.raises(AirflowException, match="in the triggerer failed: LoadTestApiError: boom"):
         op.execute_complete(
             _context(), {"status": "error", "run": _saved_record(), "message": "LoadTestApiError: boom"}
         )  # type: ignore[arg-type]
@@ -385,3 +409,398 @@ def test_resumed_task_keeps_its_report_link(loadtest_conn: str) -> None:
     with pytest.raises(AirflowException):
         op.execute_complete(context, {"status": "done", "run": _saved_record(), "outcome": failed})  # type: ignore[arg-type]
     assert link.get_link(op, ti_key=mock.sentinel.key) == _saved_record()["report_url"]  # type: ignore[arg-type]
+
+
+# --- the start-once rules (issue 10) ------------------------------------------------------------
+
+STORE_DOWN = "state store: API server answered 503"
+
+
+def _record(run: dict[str, Any] | None = None, *, max_tries: int | None = 0) -> dict[str, Any]:
+    """A stored record: a start sent at 2026-11-23 13:00:00 UTC, with its run once answered."""
+    return {
+        "version": 1,
+        "scenario_id": "sc-1",
+        "start_sent_at": 1795438800.0,
+        "max_tries": max_tries,
+        "run": run,
+    }
+
+
+def _defer_and_resume(
+    op: RunScenarioOperator,
+    context: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    handler: Any,
+    clock: list[float],
+) -> dict[str, Any]:
+    """The deferrable path: execute defers, the trigger runs against ``handler``, execute_complete.
+    The trigger's pauses move the fake clock instead of waiting."""
+    import httpx
+
+    from airflow_provider_loadtest.hooks import async_client
+
+    async def no_sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    real = async_client.AsyncLoadTestClient
+    monkeypatch.setattr(async_client, "_sleep", no_sleep)
+    monkeypatch.setattr(
+        async_client,
+        "AsyncLoadTestClient",
+        lambda settings: real(settings, transport=httpx.MockTransport(handler)),
+    )
+    with pytest.raises(TaskDeferred) as caught:
+        op.execute(context)  # type: ignore[arg-type]
+
+    async def first_event() -> dict[str, Any]:
+        async for event in caught.value.trigger.run():
+            return dict(event.payload)
+        raise AssertionError("the trigger fired no event")
+
+    event = asyncio.run(first_event())
+    return op.execute_complete(context, event)  # type: ignore[arg-type]
+
+
+def _wait_on_failing_status_api(
+    op: RunScenarioOperator,
+    context: dict[str, Any],
+    status: int,
+    *,
+    requests_mock: rm.Mocker,
+    monkeypatch: pytest.MonkeyPatch,
+    clock: list[float],
+) -> None:
+    """Start, then wait (sync or deferred, as ``op`` says) while every status read answers ``status``."""
+    import httpx
+
+    _service(requests_mock, ["RUNNING"])
+    requests_mock.get(STATE_URL, status_code=status, text="down")
+    if op.deferrable:
+        _defer_and_resume(op, context, monkeypatch, lambda r: httpx.Response(status, text="down"), clock)
+    else:
+        op.execute(context)  # type: ignore[arg-type]
+
+
+def test_start_in_flight_is_recorded_before_the_start_request(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    store = FakeStateStore()
+    seen: list[Any] = []
+
+    def start(request: Any, context: Any) -> dict[str, Any]:
+        seen.append(json.loads(json.dumps(store.data.get(RUN_RECORD_KEY))))
+        return BENCH_REPORT
+
+    _service(requests_mock, ["RUNNING"])
+    requests_mock.post(RUN_URL, json=start)
+    _op(wait_for_completion=False).execute(_context(store, max_tries=2))  # type: ignore[arg-type]
+    assert seen == [
+        {"version": 1, "scenario_id": "sc-1", "start_sent_at": clock[0], "max_tries": 2, "run": None}
+    ]
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
+    assert store.data[RUN_RECORD_KEY]["max_tries"] == 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"exc": __import__("requests").exceptions.ReadTimeout("read timed out")},
+        {"exc": __import__("requests").exceptions.ConnectionError("Connection aborted: RemoteDisconnected")},
+        {"status_code": 502, "text": "bad gateway"},
+        {"status_code": 200, "text": "<html>not json</html>"},
+        {"status_code": 200, "json": {"id": "rep-1", "benchResultIds": []}},
+    ],
+    ids=["read-timeout", "dropped", "5xx", "unreadable-2xx", "2xx-without-ids"],
+)
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_unknown_start_outcome_fails_for_good_and_the_retry_starts_nothing(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], answer: dict[str, Any], deferrable: bool
+) -> None:
+    requests_mock.post(RUN_URL, **answer)
+    store = FakeStateStore()
+    with pytest.raises(AirflowFailException) as caught:
+        _op(deferrable=deferrable).execute(_context(store))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "'sc-1'" in message and "outcome is unknown" in message
+    assert "Check the scenario's runs in the service" in message and " UTC" in message
+    assert store.data[RUN_RECORD_KEY]["run"] is None  # still in flight: the retry must see it
+    with pytest.raises(AirflowFailException, match="outcome is unknown"):  # had Airflow retried anyway
+        _op(deferrable=deferrable).execute(_context(store, try_number=2))  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 1
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_retry_finding_a_start_in_flight_does_not_start(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], deferrable: bool
+) -> None:
+    """The worker died during the start request: the record says in flight, no run."""
+    _service(requests_mock, ["RUNNING"])
+    store = FakeStateStore({RUN_RECORD_KEY: _record()})
+    with pytest.raises(AirflowFailException) as caught:
+        _op(deferrable=deferrable).execute(_context(store, try_number=2))  # type: ignore[arg-type]
+    assert "A start of scenario 'sc-1' was sent at 2026-11-23 13:00:00 UTC" in str(caught.value)
+    assert "Clear this task to start a new run" in str(caught.value)
+    assert requests_mock.call_count == 0
+
+
+def test_a_start_refused_with_a_4xx_started_nothing_and_may_be_retried(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    from airflow_provider_loadtest.api.errors import LoadTestApiError
+
+    _service(requests_mock, ["FINISHED"])
+    requests_mock.post(RUN_URL, [{"status_code": 409, "text": "a run is going"}, {"json": BENCH_REPORT}])
+    store = FakeStateStore()
+    with pytest.raises(LoadTestApiError) as caught:
+        _op().execute(_context(store))  # type: ignore[arg-type]
+    assert not isinstance(caught.value, AirflowFailException)
+    assert RUN_RECORD_KEY not in store.data
+    assert _op().execute(_context(store, try_number=2))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 2
+
+
+@pytest.mark.parametrize(
+    ("states", "alarms", "kwargs", "match"),
+    [
+        (["FINISHED"], [{"id": "a", "severity": "CRITICAL"}], {"fail_on_alarm_severity": "CRITICAL"}, "gate"),
+        (["RUNNING"] * 20, [], {"timeout": 25}, "timeout"),
+        (["ERROR"], [], {}, "state ERROR"),
+        (["ABORTED"], [], {}, "state ABORTED"),
+    ],
+    ids=["gate", "timeout", "error", "aborted"],
+)
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_verdict_is_final_and_the_record_survives_it(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    states: list[str],
+    alarms: list[dict[str, Any]],
+    kwargs: dict[str, Any],
+    match: str,
+    deferrable: bool,
+) -> None:
+    import httpx
+
+    _service(requests_mock, states, alarms=alarms)
+    store = FakeStateStore()
+    op = _op(deferrable=deferrable, check_interval=10, **kwargs)
+    polls = iter(states)
+
+    def service(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/br-1") and request.method == "GET":
+            return httpx.Response(200, json={"id": "br-1", "state": next(polls, states[-1])})
+        if "threshold-alarms" in request.url.path:
+            return httpx.Response(200, json=alarms)
+        return httpx.Response(200, json={})
+
+    with pytest.raises(AirflowFailException, match=match):
+        if deferrable:
+            _defer_and_resume(op, _context(store), monkeypatch, service, clock)
+        else:
+            op.execute(_context(store))  # type: ignore[arg-type]
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
+    assert _posts(requests_mock, RUN_URL) == 1
+
+
+@pytest.mark.parametrize("state", ["ERROR", "ABORTED"])
+def test_restart_failed_runs_lets_airflow_retry_into_a_new_run(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], state: str
+) -> None:
+    _service(requests_mock, [state, state, "RUNNING", "FINISHED"])
+    store = FakeStateStore()
+    with pytest.raises(AirflowException, match=f"state {state}") as caught:
+        _op(restart_failed_runs=True).execute(_context(store))  # type: ignore[arg-type]
+    assert not isinstance(caught.value, AirflowFailException)  # the opt-in: retries allowed
+    assert _op(restart_failed_runs=True).execute(_context(store, try_number=2))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 2
+
+
+def test_a_retry_finding_its_run_finished_takes_its_verdict_with_the_gate(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    _service(requests_mock, ["FINISHED"], alarms=[{"id": "a", "severity": "CRITICAL", "name": "p95"}])
+    store = FakeStateStore({RUN_RECORD_KEY: _record(_saved_record())})
+    with pytest.raises(AirflowFailException, match="broke the quality gate"):
+        _op(fail_on_alarm_severity="CRITICAL").execute(_context(store, try_number=2))  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 0
+
+
+@pytest.mark.parametrize("earlier", [_saved_record(), None], ids=["after-a-verdict", "after-uncertain-start"])
+def test_a_persons_clear_starts_afresh_and_says_so(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    earlier: dict[str, Any] | None,
+) -> None:
+    _service(requests_mock, ["RUNNING", "FINISHED"])
+    store = FakeStateStore({RUN_RECORD_KEY: _record(earlier, max_tries=1)})
+    result = _op().execute(_context(store, max_tries=3, try_number=3))  # type: ignore[arg-type]
+    assert result["state"] == "FINISHED"
+    assert _posts(requests_mock, RUN_URL) == 1
+    assert (
+        "The task was cleared (max_tries went from 1 to 3): starting a new load test"
+        in capsys.readouterr().out
+    )
+    assert store.data[RUN_RECORD_KEY]["max_tries"] == 3
+
+
+def test_a_retry_is_not_a_clear(loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]) -> None:
+    _service(requests_mock, ["FINISHED"])
+    store = FakeStateStore({RUN_RECORD_KEY: _record(_saved_record(), max_tries=1)})
+    _op().execute(_context(store, max_tries=1, try_number=2))  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 0
+
+
+@pytest.mark.parametrize(
+    ("store", "why"),
+    [
+        (None, "there is no task state store (Airflow < 3.3)"),
+        (FakeStateStore(fail_get=True), "the task state store could not be read"),  # on the first try
+    ],
+    ids=["no-store", "store-unreadable"],
+)
+def test_without_a_working_store_every_failure_after_the_start_is_final_and_said_once(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    store: FakeStateStore | None,
+    why: str,
+) -> None:
+    _service(requests_mock, ["RUNNING"])
+    requests_mock.get(STATE_URL, status_code=500, text="down")
+    with pytest.raises(AirflowFailException, match=r"may still be going.*a retry could not find this run"):
+        _op().execute(_context(store, try_number=1))  # type: ignore[arg-type]
+    assert capsys.readouterr().out.count(f"No working task state store: {why}") == 1
+    assert _posts(requests_mock, RUN_URL) == 1
+    _service(requests_mock, ["ERROR"])
+    with pytest.raises(AirflowFailException, match="state ERROR"):  # even with the restart opt-in
+        _op(restart_failed_runs=True).execute(_context(store))  # type: ignore[arg-type]
+
+
+def test_a_failing_store_read_on_a_retry_starts_nothing(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    _service(requests_mock, ["RUNNING"])
+    with pytest.raises(AirflowException, match="an earlier try may have started a load test"):
+        _op().execute(_context(FakeStateStore(fail_get=True), try_number=2))  # type: ignore[arg-type]
+    assert requests_mock.call_count == 0
+
+
+def test_a_failing_store_write_before_the_start_starts_nothing(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    _service(requests_mock, ["RUNNING"])
+    with pytest.raises(AirflowException, match="Nothing was started") as caught:
+        _op().execute(_context(FakeStateStore(fail_sets=(1,))))  # type: ignore[arg-type]
+    assert not isinstance(caught.value, AirflowFailException)  # nothing billed: a retry may try again
+    assert _posts(requests_mock, RUN_URL) == 0
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_failing_store_write_after_the_start_makes_failures_final(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    deferrable: bool,
+) -> None:
+    store = FakeStateStore(fail_sets=(2,))
+    op = _op(deferrable=deferrable)
+    with pytest.raises(AirflowFailException, match="may still be going"):
+        _wait_on_failing_status_api(
+            op,
+            _context(store),
+            500,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
+    assert store.data[RUN_RECORD_KEY]["run"] is None  # what a retry would find: it refuses to start
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_what_cannot_succeed_is_not_retried(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], status: int
+) -> None:
+    requests_mock.post(RUN_URL, status_code=status, text="no")
+    store = FakeStateStore()
+    with pytest.raises(AirflowFailException, match=f"HTTP {status}"):
+        _op().execute(_context(store))  # type: ignore[arg-type]
+    assert RUN_RECORD_KEY not in store.data  # nothing started
+    requests_mock.get(TEMPLATES_URL, status_code=status, text="no")
+    with pytest.raises(AirflowFailException, match=f"HTTP {status}"):
+        RunScenarioOperator(
+            task_id="run", scenario_id="sc-1", workspace_id="ws-1", template_name="x", deferrable=False
+        ).execute(_context(store))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_refused_key_while_waiting_fails_for_good_and_says_how_to_stop(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    deferrable: bool,
+) -> None:
+    op = _op(deferrable=deferrable)
+    with pytest.raises(AirflowFailException, match="a retry would get the same answer") as caught:
+        _wait_on_failing_status_api(
+            op,
+            _context(FakeStateStore()),
+            401,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
+    assert 'LoadTestHook("loadtest_default").stop_run("br-1")' in str(caught.value)
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_a_wait_without_verdict_says_the_run_may_still_bill_and_how_to_stop_it(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    deferrable: bool,
+) -> None:
+    store = FakeStateStore()
+    op = _op(deferrable=deferrable)
+    with pytest.raises(AirflowException) as caught:
+        _wait_on_failing_status_api(
+            op,
+            _context(store),
+            503,
+            requests_mock=requests_mock,
+            monkeypatch=monkeypatch,
+            clock=clock,
+        )
+    message = str(caught.value)
+    assert not isinstance(caught.value, AirflowFailException)  # the retry re-attaches
+    assert "Run br-1 may still be going and billing" in message
+    assert "/analysis/report/rep-1" in message
+    assert 'To stop it, use the web UI or LoadTestHook("loadtest_default").stop_run("br-1")' in message
+    assert "A retry of this task re-attaches to it" in message
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, 0])
+@pytest.mark.parametrize("name", ["check_interval", "timeout"])
+def test_numbers_must_be_finite_and_positive(name: str, bad: float) -> None:
+    with pytest.raises(ValueError, match=f"{name} must be a finite, positive number"):
+        _op(**{name: bad})
+
+
+def test_a_template_id_rendering_empty_is_refused_like_a_literal_one(
+    loadtest_conn: str, requests_mock: rm.Mocker
+) -> None:
+    with pytest.raises(ValueError, match="template_id"):
+        RunScenarioOperator(task_id="run", scenario_id="sc-1", template_id="")
+    op = RunScenarioOperator(task_id="run", scenario_id="sc-1", template_id="{{ var.value.template }}")
+    op.template_id = ""  # what rendering gave
+    with pytest.raises(AirflowFailException, match="template_id"):
+        op.execute(_context(FakeStateStore()))  # type: ignore[arg-type]
+    assert requests_mock.call_count == 0

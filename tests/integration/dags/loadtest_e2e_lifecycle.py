@@ -30,6 +30,7 @@ with DAG(
         fail_on_alarm_severity=_env("LOADTEST_E2E_GATE") or None,
         stop_on_alarm=_env("LOADTEST_E2E_STOP_ON_ALARM") == "1",
         deferrable=_env("LOADTEST_E2E_DEFERRABLE") == "1",
+        restart_failed_runs=_env("LOADTEST_E2E_RESTART") == "1",
         retries=int(_env("LOADTEST_E2E_RETRIES", "0")),
         retry_delay=timedelta(seconds=0),
         execution_timeout=timedelta(seconds=float(_execution_timeout)) if _execution_timeout else None,

@@ -1,0 +1,486 @@
+"""The numeric quality gate: metric budgets, a regression bound against a baseline run, the verdict.
+
+No I/O and no heavy imports (the operator checks plain gate settings at DAG-parse time): the values
+are fetched by ``evaluate``, a generator driven by the hook like ``watch.watch_run``, so the sync and
+the deferrable mode reach the same verdict through this one module.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from enum import Enum
+from typing import Any
+
+from airflow_provider_loadtest.api.validation import is_templated, validate_path_id
+
+#: ``baseline="previous"``: the run of the latest earlier DAG run of this task whose verdict passed.
+PREVIOUS = "previous"
+#: XCom key under which a passing run leaves its gate values for later DAG runs to compare against.
+BASELINE_XCOM_KEY = "loadtest_gate_baseline"
+
+
+class Direction(Enum):
+    """Which way a metric gets worse, for the regression bound."""
+
+    HIGHER_IS_WORSE = "higher is worse"
+    LOWER_IS_WORSE = "lower is worse"
+    #: A change is neither better nor worse (sizes, bytes, load): budgets only, no regression bound.
+    NEUTRAL = "neither"
+    #: A breakdown (per code, method, agent...), not one number: neither budgets nor bounds.
+    BREAKDOWN = "not a single number"
+
+
+_UP, _DOWN, _NEUTRAL, _BREAKDOWN = (
+    Direction.HIGHER_IS_WORSE,
+    Direction.LOWER_IS_WORSE,
+    Direction.NEUTRAL,
+    Direction.BREAKDOWN,
+)
+
+#: Every metric id of the spec (section 2.5) and which way it gets worse: the one table. Times,
+#: errors and their rates are worse higher; throughput, hits, successes and Apdex scores (a 0 to 1
+#: satisfaction score, although it is computed from a time) are worse lower.
+METRIC_DIRECTIONS: dict[str, Direction] = {
+    "ASSERTIONS_ERROR_TOTAL": _UP,
+    "ASSERTIONS_FAILURE_TOTAL": _UP,
+    "ASSERTIONS_SUCCESS_TOTAL": _DOWN,
+    "CONNECT_TIME_APDEX": _DOWN,
+    "CONNECT_TIME_AVG": _UP,
+    "CONNECT_TIME_MAX": _UP,
+    "CONNECT_TIME_MIN": _UP,
+    "CONNECT_TIME_STD": _UP,
+    "CONNECT_TIME_VAR": _UP,
+    "ERRORS_TOTAL": _UP,
+    "ERRORS_RATE": _UP,
+    "ERRORS_PERCENT": _UP,
+    "HITS_RATE": _DOWN,
+    "HITS_TOTAL": _DOWN,
+    "HITS_SUCCESSFUL_TOTAL": _DOWN,
+    "HITS_SUCCESSFUL_PERCENT": _DOWN,
+    "HTTP_MEDIA_TYPES": _BREAKDOWN,
+    "HTTP_MEDIA_TYPES_THROUGHPUT": _BREAKDOWN,
+    "HTTP_METHODS": _BREAKDOWN,
+    "HTTP_RESPONSE_CODES": _BREAKDOWN,
+    "LATENCY_APDEX": _DOWN,
+    "LATENCY_AVG": _UP,
+    "LATENCY_MAX": _UP,
+    "LATENCY_MIN": _UP,
+    "LATENCY_STD": _UP,
+    "LATENCY_VAR": _UP,
+    "MONITORING": _BREAKDOWN,
+    "LOAD_GENERATOR": _BREAKDOWN,
+    "NETWORK_TIME_AVG": _UP,
+    "NETWORK_TIME_MAX": _UP,
+    "NETWORK_TIME_MIN": _UP,
+    "NETWORK_TIME_VAR": _UP,
+    "RESPONSE_TIME_APDEX": _DOWN,
+    "RESPONSE_TIME_AVG": _UP,
+    "RESPONSE_TIME_MAX": _UP,
+    "RESPONSE_TIME_MEDIAN": _UP,
+    "RESPONSE_TIME_MIN": _UP,
+    "RESPONSE_TIME_PERCENTILE_80": _UP,
+    "RESPONSE_TIME_PERCENTILE_90": _UP,
+    "RESPONSE_TIME_PERCENTILE_95": _UP,
+    "RESPONSE_TIME_PERCENTILE_99": _UP,
+    "RESPONSE_TIME_STD": _UP,
+    "RESPONSE_TIME_VAR": _UP,
+    "RESPONSE_SIZE": _NEUTRAL,
+    "SENT_BYTES_AVG": _NEUTRAL,
+    "SENT_BYTES_MAX": _NEUTRAL,
+    "SENT_BYTES_MIN": _NEUTRAL,
+    "SENT_BYTES_RATE": _NEUTRAL,
+    "SENT_BYTES_STD": _NEUTRAL,
+    "SENT_BYTES_TOTAL": _NEUTRAL,
+    "THROUGHPUT_RATE": _DOWN,
+    "THROUGHPUT_TOTAL": _DOWN,
+    "USERLOAD": _NEUTRAL,
+}
+
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_CONDITION = re.compile(r"^\s*(<=|>=|<|>)\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+
+def check_metric_id(parameter: str, metric: object, *, regression: bool = False) -> str:
+    """Return ``metric`` if it is a metric id the gate can check, else a ``ValueError`` naming it and
+    the closest known ids (a typo must fail when the DAG is parsed, not after a two-hour test)."""
+    if not isinstance(metric, str) or metric not in METRIC_DIRECTIONS:
+        import difflib  # only on the error path: DAG parsing stays cheap
+
+        close = difflib.get_close_matches(str(metric).upper(), METRIC_DIRECTIONS, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise ValueError(
+            f"{parameter}: unknown metric id {metric!r}{hint} (the metric ids are listed in the "
+            "service's API, section 2.5 'Metric')"
+        )
+    direction = METRIC_DIRECTIONS[metric]
+    if direction is Direction.BREAKDOWN:
+        raise ValueError(f"{parameter}: {metric} is a breakdown, not one number: it cannot be gated")
+    if regression and direction is Direction.NEUTRAL:
+        raise ValueError(
+            f"{parameter}: {metric} is neither better nor worse when it changes; give it a budget in "
+            "metric_budgets instead of a regression bound"
+        )
+    return metric
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A condition a metric's value must meet, such as ``<= 800``."""
+
+    op: str
+    bound: float
+
+    @classmethod
+    def parse(cls, metric: str, condition: object) -> Budget:
+        match = _CONDITION.match(condition) if isinstance(condition, str) else None
+        if match is None or not math.isfinite(float(match.group(2))):
+            raise ValueError(
+                f"metric_budgets[{metric!r}]: condition {condition!r} does not parse; write an operator "
+                "(<, <=, > or >=) and a number, such as '<= 800'"
+            )
+        return cls(match.group(1), float(match.group(2)))
+
+    def allows(self, value: float) -> bool:
+        return _OPERATORS[self.op](value, self.bound)
+
+    def __str__(self) -> str:
+        return f"{self.op} {_number(self.bound)}"
+
+
+def _mapping(parameter: str, value: object) -> Mapping[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{parameter} must be a mapping of metric id to a value, got {type(value).__name__}")
+    return value
+
+
+def parse_budgets(value: object) -> dict[str, Budget]:
+    """``metric_budgets``: ``{metric id: "<= 800"}``."""
+    return {
+        check_metric_id("metric_budgets", metric): Budget.parse(metric, condition)
+        for metric, condition in _mapping("metric_budgets", value).items()
+    }
+
+
+def parse_regression(value: object) -> dict[str, float]:
+    """``max_regression_pct``: ``{metric id: how much worse than the baseline, in percent}``."""
+    bounds: dict[str, float] = {}
+    for metric, pct in _mapping("max_regression_pct", value).items():
+        check_metric_id("max_regression_pct", metric, regression=True)
+        try:
+            number = float(pct)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(pct, bool) or not math.isfinite(number) or number < 0:
+            raise ValueError(
+                f"max_regression_pct[{metric!r}]: {pct!r} is not a percentage (a number, 0 or more)"
+            )
+        bounds[metric] = number
+    return bounds
+
+
+def parse_baseline(value: object) -> str | None:
+    """``baseline``: None, ``"previous"``, or a bench result id."""
+    if value is None or value == "":
+        return None
+    if value == PREVIOUS:
+        return PREVIOUS
+    return validate_path_id("baseline", value)
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The gate a task asked for, checked."""
+
+    budgets: Mapping[str, Budget]
+    max_regression_pct: Mapping[str, float]
+    baseline: str | None
+
+    @classmethod
+    def parse(cls, metric_budgets: object, max_regression_pct: object, baseline: object) -> GateSpec:
+        """Check the rendered settings; ``ValueError`` names what is wrong."""
+        spec = cls(
+            parse_budgets(metric_budgets), parse_regression(max_regression_pct), parse_baseline(baseline)
+        )
+        if spec.max_regression_pct and spec.baseline is None:
+            raise ValueError("max_regression_pct needs a baseline: 'previous' or a bench result id")
+        return spec
+
+    @classmethod
+    def check_literal(cls, metric_budgets: object, max_regression_pct: object, baseline: object) -> None:
+        """At DAG-parse time: check what is not a template (templates are checked before the run)."""
+
+        def plain(value: object) -> object:
+            if is_templated(value):
+                return None
+            if isinstance(value, Mapping):
+                return {k: v for k, v in value.items() if not (is_templated(k) or is_templated(v))}
+            return value
+
+        cls.parse(
+            plain(metric_budgets),
+            plain(max_regression_pct),
+            PREVIOUS if is_templated(baseline) else baseline,
+        )
+
+    @property
+    def metric_ids(self) -> tuple[str, ...]:
+        """The metrics to fetch: budgets first, then regression bounds, each once."""
+        return tuple(dict.fromkeys([*self.budgets, *self.max_regression_pct]))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.metric_ids)
+
+
+# --- fetching the values --------------------------------------------------------------------------
+
+
+def report_metrics(items: Iterable[Any] | None, metric_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The metrics the service built itself in the run's own report (its ``SummaryReportItem``s),
+    by metric id, for the wanted ids: reused as they are rather than built by us."""
+    wanted = set(metric_ids)
+    found: dict[str, dict[str, Any]] = {}
+    for item in items or ():
+        if getattr(item, "kind", None) != "SummaryReportItem":
+            continue
+        for metric in getattr(item, "metrics", None) or ():
+            metric_id = str(getattr(metric, "id", None) or "")
+            if metric_id in wanted and metric_id not in found:
+                found[metric_id] = metric.to_api()
+    return found
+
+
+def summary_metric(
+    bench_result_id: str, metric_id: str, known: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """One metric of a summary request for a run: the report's own definition retargeted at the run,
+    else built as the spec shows."""
+    validate_path_id("bench_result_id", bench_result_id)
+    if known:
+        return {**known, "benchResultId": bench_result_id}
+    return {"id": metric_id, "type": "HIT", "filters": [], "benchResultId": bench_result_id, "configs": []}
+
+
+def measure(
+    bench_result_id: str, metric_ids: Iterable[str], known: Mapping[str, Mapping[str, Any]]
+) -> Generator[Any, Any, dict[str, float | None]]:
+    """Ask the service for the summary values of a run; a value it does not give is ``None``."""
+    from airflow_provider_loadtest.api import endpoints
+
+    ids = list(metric_ids)
+    if not ids:
+        return {}
+    metrics = [summary_metric(bench_result_id, m, known.get(m)) for m in ids]
+    values: list[float | None] = yield endpoints.summary_metric_values(bench_result_id, metrics)
+    return {m: (values[i] if i < len(values) else None) for i, m in enumerate(ids)}
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The run compared against, and the values already known for it (from Airflow's XCom)."""
+
+    bench_result_id: str
+    metrics: Mapping[str, float | None]
+
+    @classmethod
+    def from_xcom(cls, data: object) -> Baseline | None:
+        if not isinstance(data, Mapping) or not isinstance(data.get("bench_result_id"), str):
+            return None
+        metrics = data.get("metrics")
+        return cls(data["bench_result_id"], dict(metrics) if isinstance(metrics, Mapping) else {})
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {"bench_result_id": self.bench_result_id, "metrics": dict(self.metrics)}
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One metric's verdict; ``budget``, ``baseline`` and ``change_pct`` are None where they do not apply."""
+
+    metric: str
+    value: float | None
+    passed: bool
+    budget: str | None = None
+    baseline: float | None = None
+    change_pct: float | None = None
+    max_regression_pct: float | None = None
+    reason: str | None = None
+
+    def to_xcom(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def change_pct(value: float, baseline: float) -> float | None:
+    """Signed change from the baseline in percent (None from a zero baseline to a non-zero value)."""
+    if baseline == 0:
+        return 0.0 if value == 0 else None
+    return (value - baseline) / abs(baseline) * 100
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if value != int(value) or abs(value) >= 1e15 else str(int(value))
+
+
+def _usable(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def judge(
+    spec: GateSpec, values: Mapping[str, object], baseline: Mapping[str, object] | None
+) -> list[GateRow]:
+    """One row per gated metric: a missing value fails its budget and its bound (an unmeasured gate
+    must not pass silently); a metric the baseline lacks is checked against its budget only."""
+    rows = []
+    for metric in spec.metric_ids:
+        value = _usable(values.get(metric))
+        budget = spec.budgets.get(metric)
+        bound = spec.max_regression_pct.get(metric)
+        base = _usable(baseline.get(metric)) if baseline is not None else None
+        reasons = []
+        if value is None:
+            reasons.append("no value from the service")
+        elif budget is not None and not budget.allows(value):
+            reasons.append(f"budget {budget}")
+        change = change_pct(value, base) if value is not None and base is not None else None
+        if value is not None and base is not None and bound is not None:
+            worse = value - base if METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE else base - value
+            if worse > 0 and (change is None or worse / abs(base) * 100 > bound):
+                reasons.append(f"more than {_number(bound)} % worse than the baseline")
+        rows.append(
+            GateRow(
+                metric=metric,
+                value=value,
+                passed=not reasons,
+                budget=str(budget) if budget is not None else None,
+                baseline=base,
+                change_pct=round(change, 2) if change is not None else None,
+                max_regression_pct=bound,
+                reason="; ".join(reasons) or None,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's rows and what they mean for the task."""
+
+    rows: tuple[GateRow, ...]
+    baseline_id: str | None
+    note: str | None = None  # e.g. why no baseline was compared
+
+    @property
+    def passed(self) -> bool:
+        return all(row.passed for row in self.rows)
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return {row.metric: row.value for row in self.rows}
+
+    def table(self) -> str:
+        """The verdict as a fixed-width table for the task log."""
+        header = ("metric", "value", "budget", "baseline", "change", "result")
+        lines = [header] + [
+            (
+                row.metric,
+                _number(row.value),
+                row.budget or "-",
+                _number(row.baseline),
+                _change_text(row),
+                "pass" if row.passed else "FAIL",
+            )
+            for row in self.rows
+        ]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        return "\n".join(
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+        )
+
+    def message(self) -> str:
+        """Why the gate failed, naming every failing metric with its value, the baseline's and the change."""
+        parts = []
+        for row in self.rows:
+            if row.passed:
+                continue
+            detail = f"{row.metric} {_number(row.value)}"
+            if row.baseline is not None:
+                detail += f" vs baseline {_number(row.baseline)} ({_change_text(row)})"
+            parts.append(f"{detail}: {row.reason}")
+        against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
+        return f"Quality gate failed{against}: " + "; ".join(parts)
+
+
+def _change_text(row: GateRow) -> str:
+    if row.change_pct is not None:
+        return f"{row.change_pct:+.1f} %"
+    if row.baseline == 0 and row.value is not None:
+        return "from 0"
+    return "-"
+
+
+def evaluate(
+    spec: GateSpec,
+    bench_result_id: str,
+    *,
+    known_metrics: Mapping[str, Mapping[str, Any]],
+    baseline: Baseline | None,
+    baseline_note: str | None = None,
+) -> Generator[Any, Any, Verdict]:
+    """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
+
+    Driven like ``watch.watch_run``: yields API requests and log lines, returns the ``Verdict``.
+    """
+    from airflow_provider_loadtest.decisions.watch import Log
+
+    values = yield from measure(bench_result_id, spec.metric_ids, known_metrics)
+    base_values: dict[str, float | None] | None = None
+    if baseline is not None:
+        base_values = {m: _usable(baseline.metrics.get(m)) for m in spec.metric_ids}
+        missing = [m for m, v in base_values.items() if v is None]
+        base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
+    verdict = Verdict(
+        rows=tuple(judge(spec, values, base_values)),
+        baseline_id=baseline.bench_result_id if baseline else None,
+        note=baseline_note,
+    )
+    if baseline is not None:
+        heading = f"Quality gate of run {bench_result_id} against baseline run {baseline.bench_result_id}:"
+    elif spec.baseline is not None:
+        heading = (
+            f"Quality gate of run {bench_result_id}: {baseline_note or 'no baseline yet'}, "
+            "so budgets only were checked:"
+        )
+    else:
+        heading = f"Quality gate of run {bench_result_id} (budgets):"
+    yield Log(f"{heading}\n{verdict.table()}")
+    return verdict
+
+
+def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | None) -> dict[str, Any]:
+    """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict."""
+    return {
+        "scenario_id": result.get("scenario_id"),
+        "bench_result_id": result.get("bench_result_id"),
+        "report_url": result.get("report_url"),
+        "state": result.get("state"),
+        "passed": passed,
+        "metrics": verdict.metrics if verdict is not None else {},
+    }

@@ -1,0 +1,192 @@
+"""Which load test a task instance started, and whether a try may start one: the start-once rules.
+
+A load test is billed, so a start is sent at most once per task instance across all its tries. The
+operator keeps a record in Airflow's task state store (3.3+; scoped to the DAG run, it survives retries,
+worker crashes and a person's clear). Before the start request it writes "start in flight"; once the
+service answered it adds the run. The rules, decided here without I/O and applied by the operator:
+
+- a try that finds a start in flight with no run recorded does not start again (the earlier start may
+  have been accepted): it fails for good, saying when that start was sent and what to look for;
+- a start whose outcome is unknown (read timeout, dropped answer, 5xx, unreadable 2xx) fails the same way;
+- a recorded run still going is re-attached to; one that ended is judged (its verdict is final), and only
+  ``restart_failed_runs=True`` lets a retry start a new run after ERROR or ABORTED;
+- the record keeps the task instance's ``max_tries``: Airflow raises it when a person clears the task,
+  which is a request for a new run, so a grown ``max_tries`` starts afresh;
+- without a working store nothing after the start may lead to a retry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from airflow_provider_loadtest.decisions.runs import FAILED_STATES, FINISHED
+
+#: Key in Airflow's task state store (3.3+) and XCom under which the run is recorded.
+RUN_RECORD_KEY = "loadtest_run"
+_VERSION = 1
+
+
+def utc_text(epoch: float) -> str:
+    """``2026-11-23 14:05:09 UTC``: what a person matches against the service's run list."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_max_tries(ti: Any) -> int | None:
+    """The task instance's ``max_tries`` (Airflow 3 task SDK), or ``None`` when it is not known."""
+    return _whole(getattr(ti, "max_tries", None))
+
+
+def read_try_number(ti: Any) -> int | None:
+    """The task instance's ``try_number`` (1 on its first try ever: it keeps counting across clears)."""
+    return _whole(getattr(ti, "try_number", None))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the task state store holds for one task instance.
+
+    ``run`` is ``None`` while the start is in flight (sent, no answer read yet), then the
+    ``StartedRun`` dict.
+    """
+
+    scenario_id: str
+    start_sent_at: float
+    max_tries: int | None
+    run: dict[str, Any] | None = None
+
+    def to_store(self) -> dict[str, Any]:
+        return {
+            "version": _VERSION,
+            "scenario_id": self.scenario_id,
+            "start_sent_at": self.start_sent_at,
+            "max_tries": self.max_tries,
+            "run": self.run,
+        }
+
+    @classmethod
+    def from_store(cls, value: Any) -> RunRecord | None:
+        """Read a stored record; ``None`` for nothing (or something unreadable: no run to re-attach to)."""
+        if not isinstance(value, dict):
+            return None
+        if "version" not in value and value.get("bench_result_id"):
+            # Written by earlier versions: the bare run dict, without max_tries.
+            started = value.get("started_at")
+            return cls(
+                scenario_id=str(value.get("scenario_id")),
+                start_sent_at=float(started) if isinstance(started, (int, float)) else 0.0,
+                max_tries=None,
+                run=value,
+            )
+        sent = value.get("start_sent_at")
+        if not isinstance(sent, (int, float)) or "scenario_id" not in value:
+            return None
+        run = value.get("run")
+        return cls(
+            scenario_id=str(value["scenario_id"]),
+            start_sent_at=float(sent),
+            max_tries=_whole(value.get("max_tries")),
+            run=run if isinstance(run, dict) and run.get("bench_result_id") else None,
+        )
+
+    def with_run(self, run: dict[str, Any]) -> RunRecord:
+        return RunRecord(self.scenario_id, self.start_sent_at, self.max_tries, run)
+
+
+@dataclass(frozen=True)
+class TryPlan:
+    """What a try does first: ``start`` a run, ``check_run`` (the recorded one), or ``refuse``.
+
+    ``message`` is a log line for ``start`` (why a new run although there is a record) and the failure
+    message for ``refuse``.
+    """
+
+    action: Literal["start", "check_run", "refuse"]
+    message: str | None = None
+
+
+def plan_try(record: RunRecord | None, *, max_tries: int | None) -> TryPlan:
+    """Decide from the stored record what this try of the task instance may do."""
+    if record is None:
+        return TryPlan("start")
+    if record.max_tries is not None and max_tries is not None and max_tries > record.max_tries:
+        earlier = (
+            f"run {record.run.get('bench_result_id')}"
+            if record.run
+            else f"the start sent at {utc_text(record.start_sent_at)}"
+        )
+        return TryPlan(
+            "start",
+            f"The task was cleared (max_tries went from {record.max_tries} to {max_tries}): starting a new "
+            f"load test of scenario {record.scenario_id!r}; {earlier} of before the clear is left as it is",
+        )
+    if record.run is None:
+        return TryPlan("refuse", uncertain_start_message(record.scenario_id, record.start_sent_at))
+    return TryPlan("check_run")
+
+
+def on_recorded_run(state: str, *, restart_failed_runs: bool) -> Literal["attach", "judge", "restart"]:
+    """What a retry does with the run an earlier try recorded, given its state now.
+
+    ``judge``: take its verdict through the normal end of the wait (alarms, files, gate), never starting
+    again. ``restart`` only after ERROR or ABORTED, and only when the user opted in.
+    """
+    if state == FINISHED:
+        return "judge"
+    if state in FAILED_STATES:
+        return "restart" if restart_failed_runs else "judge"
+    return "attach"  # still going, or a state this version does not know: wait on it
+
+
+def uncertain_start_message(scenario_id: str, sent_at: float, why: str | None = None) -> str:
+    """The failure of a try that cannot know whether its (or an earlier try's) start was accepted."""
+    cause = f" ({why})" if why else ""
+    return (
+        f"A start of scenario {scenario_id!r} was sent at {utc_text(sent_at)} and its outcome is unknown"
+        f"{cause}: the service may have started (and be billing) a load test. Not starting another. "
+        "Check the scenario's runs in the service for one started then: let it finish or stop it there. "
+        "Clear this task to start a new run."
+    )
+
+
+def stop_hint(bench_result_id: str, report_url: str | None, conn_id: str) -> str:
+    """How a person finds and stops a run the task no longer watches."""
+    report = f" Report: {report_url}." if report_url else ""
+    return (
+        f"Run {bench_result_id} may still be going and billing.{report} To stop it, use the web UI or "
+        f'LoadTestHook("{conn_id}").stop_run("{bench_result_id}").'
+    )
+
+
+def verdict_is_final(*, reason: str, state: str, restart_failed_runs: bool, store_works: bool) -> bool:
+    """Whether a failed outcome must fail the task without retries (``AirflowFailException``).
+
+    A verdict is final: a retry would only re-judge the same run, or start and bill another one. The
+    exceptions: a run ending ERROR/ABORTED in the service with ``restart_failed_runs=True`` (a retry
+    starts a new run, as the user asked), and a gate that could not be checked because the alarms
+    could not be read (a retry re-attaches to the FINISHED run and reads them again), when the store
+    lets a retry re-attach.
+    """
+    if not store_works:
+        return True
+    if reason == "ended" and state in FAILED_STATES:
+        return not restart_failed_runs
+    return reason != "gate_unchecked"
+
+
+def positive_seconds(name: str, value: float | timedelta | None) -> float | None:
+    """``value`` as seconds, refusing what is not a finite, positive number (``nan``, ``inf``, 0, -1)."""
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{name} must be a finite, positive number of seconds, got {value!r}")
+    return float(seconds)
