@@ -284,7 +284,7 @@ def _operator(plan: TiPlan) -> Any:
 
 def _one_try(plan: TiPlan, store: TaskStateStore | None, ti: FakeTi) -> tuple[str, str, bool]:
     """One try as Airflow runs it: execute, and when deferred, the trigger then execute_complete."""
-    from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+    from airflow_provider_loadtest.compat import AirflowFailException, TaskDeferred
 
     context: dict[str, Any] = {"ti": ti, "task_instance": ti, "try_number": ti.try_number}
     if store is not None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 from airflow_provider_loadtest.hooks.settings import settings_from_connection

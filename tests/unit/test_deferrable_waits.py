@@ -15,14 +15,12 @@ import pytest
 import requests_mock as rm
 
 from airflow_provider_loadtest.compat import (
-    AIRFLOW_V_3_3_PLUS,
     AirflowException,
     AirflowFailException,
     AirflowSkipException,
     TaskDeferred,
 )
 from airflow_provider_loadtest.hooks import async_client
-from airflow_provider_loadtest.hooks.settings import settings_from_connection
 from airflow_provider_loadtest.operators.report import DownloadReportOperator
 from airflow_provider_loadtest.sensors.template import TemplateSensor
 from airflow_provider_loadtest.triggers.report import ReportPrintTrigger
@@ -47,15 +45,6 @@ def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Handler]]:
         return None
 
     monkeypatch.setattr(async_client, "AsyncLoadTestClient", with_transport)
-    if not AIRFLOW_V_3_3_PLUS:
-        # Airflow 3.1's async connection lookup needs a triggerer's supervisor; read it synchronously
-        # there (3.3 runs the real lookup, and the e2e test a real triggerer).
-        async def sync_lookup(conn_id: str) -> Any:
-            from airflow.sdk import BaseHook
-
-            return settings_from_connection(BaseHook.get_connection(conn_id))
-
-        monkeypatch.setattr(async_client, "settings_for", sync_lookup)
     monkeypatch.setattr(async_client, "_sleep", no_sleep)
     yield handlers
 

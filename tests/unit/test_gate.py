@@ -8,8 +8,8 @@ from unittest import mock
 import pytest
 import requests_mock as rm
 from airflow.sdk import Asset
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
+from airflow_provider_loadtest.compat import AirflowException, AirflowFailException, TaskDeferred
 from airflow_provider_loadtest.decisions.gate import (
     BASELINE_XCOM_KEY,
     METRIC_DIRECTIONS,
@@ -258,10 +258,12 @@ def _gate_context(previous: Any = None, outlets: bool = False) -> dict[str, Any]
     context["ti"] = _ti(previous)
     if outlets:
 
-        class Events(dict):  # type: ignore[type-arg]
-            def __missing__(self, key: Any) -> Any:
-                self[key] = mock.MagicMock(extra={})
-                return self[key]
+        class Events:  # keyed by URI, as Airflow's accessors are (3.1's Asset is not hashable)
+            def __init__(self) -> None:
+                self.by_uri: dict[str, Any] = {}
+
+            def __getitem__(self, asset: Any) -> Any:
+                return self.by_uri.setdefault(asset.uri, mock.MagicMock(extra={}))
 
         context["outlet_events"] = Events()
     return context

@@ -5,13 +5,13 @@ from unittest import mock
 
 import pytest
 import requests_mock as rm
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_loadtest.api.errors import (
     AmbiguousTemplateError,
     LoadTestApiError,
     TemplateNotFoundError,
 )
+from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from tests.conftest import API_KEY, BASE_URL
