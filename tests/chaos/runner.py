@@ -50,14 +50,16 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 if __name__ == "__main__":  # `make chaos`: the figures, not thousands of task log lines
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "CRITICAL")
 
+from airflow_provider_loadtest.decisions.watch import STOP_GRACE_S
 from airflow_provider_loadtest.simulator.faults import PROCESSING_KINDS, FaultSpec
 
 CONN_ID = "loadtest_chaos"
 READ_TIMEOUT_S = 2.0
-#: A try may take its ``timeout`` plus this much (the start call and the final stop call, each bounded).
-TRY_MARGIN_S = 10.0
+#: A try may take its ``timeout`` plus this much: the stop after the deadline is bounded to
+#: ``STOP_GRACE_S`` past it (a slow or refusing service gets that long), plus a little to end the try.
+TRY_MARGIN_S = STOP_GRACE_S + 5.0
 #: A run past its deadline must be stopped within this many seconds of it.
-STOP_MARGIN_S = 10.0
+STOP_MARGIN_S = STOP_GRACE_S + 5.0
 #: Past ``timeout + HANG_AFTER_S`` a try is declared hung and abandoned (the harness itself stays bounded).
 HANG_AFTER_S = 60.0
 #: Server-side bound of ``trickle`` and ``hang`` faults: long enough to outlast any sane client bound.
@@ -420,8 +422,28 @@ def check(result: TiResult, runs: list[Any], now: float) -> list[str]:
         if natural_end <= deadline + 1.0 or now < deadline + STOP_MARGIN_S:
             continue
         if run.stopped_at is None or run.stopped_at > deadline + STOP_MARGIN_S:
-            found.append(f"unstopped {tag}: run {run.id} went past its deadline without a stop")
+            if _stop_refused(plan):
+                found.append(f"refused {tag}: the service refused every stop of run {run.id} in time")
+            else:
+                found.append(f"unstopped {tag}: run {run.id} went past its deadline without a stop")
     return found
+
+
+def _stop_refused(plan: TiPlan) -> bool:
+    """Whether the plan's faults refuse the stop for the whole grace: answered with an error on every
+    try (two or more in a row), or never answered within it. A stop is best effort: such a run is
+    counted apart ("refused"), not as a broken rule, but only when the client did try."""
+    for rule in plan.faults:
+        if rule["route"] != "stop_run":
+            continue
+        if (
+            rule["kind"] in ("hang", "trickle", "drop")
+            and rule.get("limitSeconds", FAULT_LIMIT_S) >= STOP_GRACE_S
+        ):
+            return True
+        if rule.get("count", 1) >= 2:
+            return True
+    return False
 
 
 def _expected_states(plan: TiPlan) -> set[str]:
@@ -464,9 +486,14 @@ def run_chaos(count: int, seed: int = 7, workers: int = 24, log: Any = print) ->
         now = time.monotonic()
         runs = {p.scenario_id: sim.runs(p.scenario_id) for p in plans}
         faults = sum(1 for r in sim.requests if r.fault)
-    breaches = [b for r in results for b in check(r, runs[r.plan.scenario_id], now)]
+    found = [b for r in results for b in check(r, runs[r.plan.scenario_id], now)]
+    refused = [b for b in found if b.startswith("refused")]
+    breaches = [b for b in found if not b.startswith("refused")]
     report = Report(results, runs, faults, breaches, time.monotonic() - began)
     log(report.table())
+    log(f"{'stops the service refused for the whole grace':<51} {len(refused)}")
+    for line in refused:
+        log("NOTE " + line)
     for line in breaches:
         log("BROKEN " + line)
     return report
