@@ -430,20 +430,15 @@ def check(result: TiResult, runs: list[Any], now: float) -> list[str]:
 
 
 def _stop_refused(plan: TiPlan) -> bool:
-    """Whether the plan's faults refuse the stop for the whole grace: answered with an error on every
-    try (two or more in a row), or never answered within it. A stop is best effort: such a run is
-    counted apart ("refused"), not as a broken rule, but only when the client did try."""
-    for rule in plan.faults:
-        if rule["route"] != "stop_run":
-            continue
-        if (
-            rule["kind"] in ("hang", "trickle", "drop")
-            and rule.get("limitSeconds", FAULT_LIMIT_S) >= STOP_GRACE_S
-        ):
+    """Whether the plan's faults refuse the stop for the whole grace: answered with an error on two or
+    more tries in a row (with a back-off between them), or never answered within it. A stop is best
+    effort: such a run is counted apart ("refused"), not as a broken rule."""
+    stop_faults = [rule for rule in plan.faults if rule["route"] == "stop_run"]
+    for rule in stop_faults:
+        never_answered = rule["kind"] in ("hang", "trickle")
+        if never_answered and rule.get("limitSeconds", FAULT_LIMIT_S) >= STOP_GRACE_S:
             return True
-        if rule.get("count", 1) >= 2:
-            return True
-    return False
+    return sum(rule.get("count", 1) for rule in stop_faults) >= 2
 
 
 def _expected_states(plan: TiPlan) -> set[str]:
