@@ -51,6 +51,7 @@ for dag_id, scenario, deferrable in [
     ("crash_start", "crash-start", False),
     ("crash_poll", "crash-poll", False),
     ("crash_trigger", "crash-trigger", True),
+    ("crash_clear", "crash-clear", False),
 ]:
     with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False) as dag:
         RunScenarioOperator(
@@ -79,6 +80,7 @@ def _seed() -> dict[str, Any]:
         {"id": "crash-start", "projectId": "demo-project", "name": "Crash start", "durationSeconds": 15},
         {"id": "crash-poll", "projectId": "demo-project", "name": "Crash poll", "durationSeconds": 40},
         {"id": "crash-trigger", "projectId": "demo-project", "name": "Crash trigger", "durationSeconds": 60},
+        {"id": "crash-clear", "projectId": "demo-project", "name": "Crash clear", "durationSeconds": 3},
     ]
     return seed
 
@@ -210,7 +212,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             try:
                 _wait_for(
                     "the DAGs to be parsed",
-                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 3,
+                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 4,
                     STARTUP_TIMEOUT_S,
                     every=2,
                 )
@@ -295,3 +297,23 @@ def test_triggerer_restarted_mid_wait_bills_one_run(cluster: Cluster) -> None:
     print(f"crash_trigger: DAG run {state}, task {cluster.task('crash_trigger')}, runs billed {runs}")
     assert len(runs) == 1, f"{len(runs)} runs billed after a triggerer restart: {runs}"
     assert state == "success"
+
+
+def test_a_persons_clear_starts_a_new_run_a_retry_never_does(cluster: Cluster) -> None:
+    """A clear raises the task instance's max_tries in the same DAG run (whose task state store still
+    holds the first run's record): that is a person asking for a new load test, so exactly one more
+    run is billed, where a retry would have taken the first run's verdict."""
+    sim = cluster.sim
+    cluster.run(["dags", "trigger", "crash_clear"])
+    assert _finish(cluster, "crash_clear") == "success"
+    assert len(_runs(sim, "crash-clear")) == 1
+    cluster.run(["tasks", "clear", "crash_clear", "--task-regex", "load_test", "--yes"])
+    _wait_for(
+        "the cleared task to run again and succeed",
+        lambda: cluster.task("crash_clear") == ("success", 2),
+        CASE_TIMEOUT_S,
+        every=2,
+    )
+    runs = _runs(sim, "crash-clear")
+    print(f"crash_clear: task {cluster.task('crash_clear')}, runs billed {runs}")
+    assert len(runs) == 2, f"a clear should start exactly one new run, billed: {runs}"
