@@ -458,10 +458,21 @@ def _expected_states(plan: TiPlan) -> set[str]:
 
 def run_chaos(count: int, seed: int = 7, workers: int = 24, log: Any = print) -> Report:
     """Run ``count`` task instances against a fresh simulator and check every rule."""
+
+    quiet = [logging.getLogger(name) for name in ("airflow", "airflow_provider_loadtest")]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:  # hundreds of tries log a lot; put back as it was (pytest runs other tests next)
+        logger.setLevel(logging.ERROR)
+    try:
+        return _run_chaos(count, seed, workers, log)
+    finally:
+        for logger, level in zip(quiet, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _run_chaos(count: int, seed: int, workers: int, log: Any) -> Report:
     from airflow_provider_loadtest.simulator import run_simulator
 
-    logging.getLogger("airflow").setLevel(logging.ERROR)
-    logging.getLogger("airflow_provider_loadtest").setLevel(logging.ERROR)
     plans = make_plan(count, seed)
     began = time.monotonic()
     with run_simulator(make_seed(plans)) as sim:
