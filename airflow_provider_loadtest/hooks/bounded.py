@@ -8,8 +8,8 @@ read returns at once and ``requests`` raises. The caller then asks ``Watchdog.fi
 apart from a real connection failure.
 
 One reaper thread per process watches every deadline (a heap; woken only when a new deadline comes
-before the one it sleeps towards): a ``threading.Timer`` per call started a thread per request, about a third of a small
-call's CPU.
+before the one it sleeps towards): a ``threading.Timer`` per call started a thread per request, about
+a third of a small call's CPU.
 """
 
 from __future__ import annotations

@@ -28,7 +28,12 @@ from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTE
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
+from airflow_provider_loadtest.hooks.settings import (
+    ConnectionSettings,
+    environment_verify,
+    failure_at,
+    settings_from_connection,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
@@ -94,14 +99,6 @@ def environment_proxies(base_url: str) -> dict[str, str]:
     """The proxies the environment gives ``base_url``'s host (``NO_PROXY`` honoured), as ``requests``
     would find them on each call with ``trust_env``."""
     return dict(requests.utils.get_environ_proxies(base_url))
-
-
-def environment_verify(verify: bool | str) -> bool | str:
-    """The connection's TLS setting; with plain verification on, the CA bundle ``requests`` would take
-    from ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE`` (the connection's own ``ca_bundle`` wins)."""
-    if verify is True:
-        return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-    return verify
 
 
 def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
