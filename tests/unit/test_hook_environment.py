@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests_mock
 
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.retry import RetryPolicy
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 from tests.conftest import API_KEY, connection_json
 
 ANSWER = json.dumps({"id": "br-1", "state": "RUNNING"}).encode()
+TRICKLE_BYTES = 16  # 8 s of headers; the connection's bound is 2 s
 ORIGIN = "http://service.invalid:8090"  # never resolved: only the proxy is ever connected to
 
 
@@ -32,6 +36,7 @@ class _Proxy(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
         self.request_lines: list[str] = []
         self.authorizations: list[str] = []
+        self.trickle = False  # send the answer one byte every 0.5 s (for at most TRICKLE_BYTES bytes)
 
 
 class _ProxyHandler(socketserver.StreamRequestHandler):
@@ -50,11 +55,20 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             if name.lower() == "authorization":
                 self.server.authorizations.append(value.strip())
         self.server.request_lines.append(line)
-        self.wfile.write(
+        answer = (
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
             + f"Content-Length: {len(ANSWER)}\r\n\r\n".encode()
             + ANSWER
         )
+        if self.server.trickle:  # each byte quick, the whole slow: only a whole-request bound ends it
+            for i in range(TRICKLE_BYTES):
+                try:
+                    self.wfile.write(answer[i : i + 1])
+                    self.wfile.flush()
+                except OSError:  # the client hung up: what the test wants
+                    return
+                time.sleep(0.5)
+        self.wfile.write(answer[TRICKLE_BYTES if self.server.trickle else 0 :])
 
 
 @pytest.fixture
@@ -94,6 +108,18 @@ def test_a_proxy_from_the_environment_carries_the_calls(clean_env: pytest.Monkey
 
     assert proxy.request_lines == [f"GET {ORIGIN}/runtime/bench-results/br-1 HTTP/1.1"] * 2
     assert proxy.authorizations == [f"Bearer {API_KEY}"] * 2
+
+
+def test_headers_trickled_through_the_proxy_are_bounded_too(
+    clean_env: pytest.MonkeyPatch, proxy: _Proxy
+) -> None:
+    clean_env.setenv("AIRFLOW_CONN_LOADTEST_DEFAULT", connection_json(host=ORIGIN, read_timeout=2))
+    clean_env.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    proxy.trickle = True
+    hook = LoadTestHook()
+    hook.retry_policy = RetryPolicy(max_attempts=1)
+    with pytest.raises(LoadTestApiError, match="whole-request bound"):
+        hook.get_bench_result("br-1")
 
 
 def test_no_proxy_for_the_services_host_bypasses_the_proxy(
