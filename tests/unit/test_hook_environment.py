@@ -37,6 +37,7 @@ class _Proxy(socketserver.ThreadingTCPServer):
         self.request_lines: list[str] = []
         self.authorizations: list[str] = []
         self.trickle = False  # send the answer one byte every 0.5 s (for at most TRICKLE_BYTES bytes)
+        self.trickled: list[int] = []  # per trickled answer: the bytes sent before the client hung up
 
 
 class _ProxyHandler(socketserver.StreamRequestHandler):
@@ -61,12 +62,14 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             + ANSWER
         )
         if self.server.trickle:  # each byte quick, the whole slow: only a whole-request bound ends it
+            self.server.trickled.append(0)
             for i in range(TRICKLE_BYTES):
                 try:
                     self.wfile.write(answer[i : i + 1])
                     self.wfile.flush()
                 except OSError:  # the client hung up: what the test wants
                     return
+                self.server.trickled[-1] += 1
                 time.sleep(0.5)
         self.wfile.write(answer[TRICKLE_BYTES if self.server.trickle else 0 :])
 
@@ -120,6 +123,12 @@ def test_headers_trickled_through_the_proxy_are_bounded_too(
     hook.retry_policy = RetryPolicy(max_attempts=1)
     with pytest.raises(LoadTestApiError, match="whole-request bound"):
         hook.get_bench_result("br-1")
+    for _ in range(100):  # bounded: the proxy notices the hang-up at its next byte, within 0.5 s
+        if len(proxy.request_lines) == 1 and proxy.trickled and proxy.trickled[0] < TRICKLE_BYTES:
+            break
+        time.sleep(0.05)
+    # The client hung up mid-headers: without the bound it would have read all of them (8 s).
+    assert proxy.trickled and proxy.trickled[0] < TRICKLE_BYTES
 
 
 def test_no_proxy_for_the_services_host_bypasses_the_proxy(
