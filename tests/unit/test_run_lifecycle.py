@@ -804,3 +804,49 @@ def test_a_template_id_rendering_empty_is_refused_like_a_literal_one(
     with pytest.raises(AirflowFailException, match="template_id"):
         op.execute(_context(FakeStateStore()))  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
+
+
+def test_the_trigger_puts_off_its_first_poll_by_its_runs_share_of_the_interval(
+    loadtest_conn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waits resumed together by a triggerer restart must not poll in step: the first pause is the
+    run's own fraction of the interval, before any call."""
+    import httpx
+
+    from airflow_provider_loadtest.decisions.watch import first_poll_delay
+    from airflow_provider_loadtest.hooks import async_client
+
+    events: list[str] = []
+
+    async def no_sleep(seconds: float) -> None:
+        events.append(f"sleep {seconds}")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        events.append(f"{request.method} {request.url.path}")
+        if request.url.path == "/runtime/bench-results/br-1":
+            return httpx.Response(200, json={"id": "br-1", "state": "FINISHED"})
+        return httpx.Response(200, json=[] if "alarms" in request.url.path else {"metrics": []})
+
+    real = async_client.AsyncLoadTestClient
+    monkeypatch.setattr(async_client, "_sleep", no_sleep)
+    monkeypatch.setattr(
+        async_client,
+        "AsyncLoadTestClient",
+        lambda settings: real(settings, transport=httpx.MockTransport(handler)),
+    )
+    trigger = LoadTestRunTrigger(
+        loadtest_conn_id="loadtest_default",
+        run_record=_saved_record(),
+        options={"check_interval_s": 30.0},
+        started_at=0,
+    )
+
+    async def first_event() -> dict[str, Any]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("the trigger fired no event")
+
+    assert asyncio.run(first_event())["status"] == "done"
+    delay = first_poll_delay("br-1", 30.0)
+    assert 0 < delay < 30.0
+    assert events[:2] == [f"sleep {delay}", "GET /runtime/bench-results/br-1"]
