@@ -2,7 +2,7 @@
 
 Same call descriptions, same retry policy, same answer decoding; only the transport differs (httpx,
 which Airflow already depends on). Waits with the same connection settings share a pooled transport
-per event loop (``hooks.Channel``).
+per event loop (``hooks.transport.Channel``).
 """
 
 from __future__ import annotations
