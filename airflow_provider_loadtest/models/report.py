@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any, TypeAlias
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from .base import ApiModel, Int
+from .base import ApiAdapter, ApiModel, Int, describe_errors, remember_input
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -42,7 +42,7 @@ ReportTemplate: TypeAlias = ReportDefinition
 
 #: Parses a list of templates that all match the models (see :func:`parse_template_list` for the
 #: tolerant reading of a workspace's list).
-ReportTemplateListAdapter: TypeAdapter[list[ReportDefinition]] = TypeAdapter(list[ReportDefinition])
+ReportTemplateListAdapter: ApiAdapter[list[ReportDefinition]] = ApiAdapter(list[ReportDefinition])
 
 
 class OpaqueReportTemplate(ApiModel):
@@ -79,24 +79,19 @@ def parse_template_list(document: Any) -> list[AnyReportTemplate]:
 
 
 def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueReportTemplate:
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or '(document)'}: {error['msg']}"
-        for error in exc.errors()[:3]
-    )
-    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
     logger.warning(
-        "Report template id %r (#%d in the list) does not match this version's models: %s%s. "
+        "Report template id %r (#%d in the list) does not match this version's models: %s. "
         "Kept as an opaque template: it can still be chosen by id or name.",
         raw.get("id"),
         position,
-        problems,
-        more,
+        describe_errors(exc),
     )
     known = {key: raw[key] for key in ("id", "name") if isinstance(raw.get(key), str)}
     template = OpaqueReportTemplate.model_validate(known)
     for key, value in raw.items():
         if key not in known:
             setattr(template, key, value)  # extra="allow": kept and written back as received
+    remember_input(template, raw)  # written back in the order it came
     return template
 
 
