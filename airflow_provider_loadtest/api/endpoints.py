@@ -210,12 +210,12 @@ def decode_answer(
             "answer empty until their data has been updated.",
         )
     if len(body) < COLLECTOR_PAUSE_MIN_BYTES:
-        return _read_json(request, status, content_type, body, secret)
+        return _decode_json(request, status, content_type, body, secret)
     with _COLLECTOR_PAUSE:
-        return _read_json(request, status, content_type, body, secret)
+        return _decode_json(request, status, content_type, body, secret)
 
 
-def _read_json(
+def _decode_json(
     request: ApiRequest[T], status: int, content_type: str | None, body: bytes, secret: str | None
 ) -> T:
     """A JSON answer as ``T``: straight from the bytes when the call can, else (or when that refuses
@@ -294,7 +294,7 @@ def _parse_list(kind: Any) -> Callable[[Any], Any]:
 
 
 def _parse_list_json(kind: Any) -> Callable[[bytes], Any]:
-    return lambda body: _adapter(list[kind]).validate_json(body)
+    return lambda body: _adapter(list[kind]).read_json(body)
 
 
 # --- runtime ------------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def get_bench_result(bench_result_id: str) -> ApiRequest[BenchResult]:
         method="GET",
         path=f"/runtime/bench-results/{_segment('bench_result_id', bench_result_id)}",
         parse=BenchResult.from_api,
-        parse_json=BenchResult.model_validate_json,
+        parse_json=BenchResult.read_json,
     )
 
 
@@ -350,7 +350,7 @@ def get_progress(bench_result_id: str) -> ApiRequest[Progress]:
         method="GET",
         path=f"/runtime/bench-results/progress/{_segment('bench_result_id', bench_result_id)}",
         parse=Progress.from_api,
-        parse_json=Progress.model_validate_json,
+        parse_json=Progress.read_json,
     )
 
 
@@ -371,19 +371,22 @@ def stop_run(bench_result_id: str) -> ApiRequest[BenchResult | None]:
 
 def _optional_bench_result(body: bytes) -> BenchResult | None:
     try:
-        return BenchResult.model_validate_json(body)
+        return BenchResult.read_json(body)
     except ValueError:  # not JSON, or not a BenchResult: the stop was accepted all the same
         return None
 
 
-def _read_one(what: str, collection: str, parameter: str, value: str, model: type[M]) -> ApiRequest[M]:
-    """``GET {collection}/{id}``: one document of the service, read by its id."""
+def _read_one(
+    what: str, collection: str, parameter: str, value: str, model: type[M], *, written_back: bool = False
+) -> ApiRequest[M]:
+    """``GET {collection}/{id}``: one document of the service, read by its id. A document that may be
+    ``written_back`` remembers its input for an exact ``to_api``; one only read costs less."""
     return ApiRequest(
         operation=f"Read {what} {value!r}",
         method="GET",
         path=f"{collection}/{_segment(parameter, value)}",
         parse=model.from_api,
-        parse_json=model.model_validate_json,
+        parse_json=model.model_validate_json if written_back else model.read_json,
     )
 
 
@@ -420,7 +423,9 @@ def _template_list_json(body: bytes) -> list[AnyReportTemplate]:
 
 def get_bench_report(report_id: str) -> ApiRequest[BenchReport]:
     """``GET /analysis/bench-reports/{id}``: a report, whose first ``benchResultIds`` entry is its run."""
-    return _read_one("report", "/analysis/bench-reports", "report_id", report_id, BenchReport)
+    return _read_one(
+        "report", "/analysis/bench-reports", "report_id", report_id, BenchReport, written_back=True
+    )
 
 
 def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
@@ -433,7 +438,7 @@ def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
         parse=lambda document: GlobalMetrics.from_api(
             document if isinstance(document, dict) else document or {"metrics": []}
         ),
-        parse_json=GlobalMetrics.model_validate_json,
+        parse_json=GlobalMetrics.read_json,
         empty_answer_note="no metrics yet",
     )
 
@@ -465,7 +470,7 @@ def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm
         path="/analysis/threshold-alarms",
         json_body=item.to_api(),
         parse=lambda document: ThresholdAlarmListAdapter.validate_python(document or []),
-        parse_json=ThresholdAlarmListAdapter.validate_json,
+        parse_json=ThresholdAlarmListAdapter.read_json,
         empty_answer_note="no alarms",
     )
 
@@ -601,7 +606,7 @@ def get_print_task_result(task_id: str) -> ApiRequest[TaskStatusEnvelope]:
 def _task_envelope_json(body: bytes) -> TaskStatusEnvelope:
     # The 17.1.0+ envelope (it has a ``status``) straight from the bytes; any other shape (an older
     # server's bare task result, ``{}``) is left to ``from_poll_body``.
-    envelope = TaskStatusEnvelope.model_validate_json(body)
+    envelope = TaskStatusEnvelope.read_json(body)
     if "status" not in envelope.model_fields_set:
         raise _NotThisShape  # never shown: decode_answer then reads it with from_poll_body
     return envelope

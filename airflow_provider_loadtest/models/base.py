@@ -134,7 +134,7 @@ def _remember(result: Any, source: _Source) -> None:
     elif isinstance(result, list):
         for index, item in enumerate(result):
             if isinstance(item, ApiModel):
-                _set_guide(item, _Guide(source, index))
+                _set_guide(item, _Guide(source, index))  # about 0.3 us an item: nothing beside a read
 
 
 def remember_input(model: ApiModel, document: dict[str, Any]) -> None:
@@ -203,9 +203,10 @@ def _kind_default(cls: type[BaseModel]) -> str:
     return default
 
 
-def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> dict[str, Any]:
-    """``dumped`` (pydantic's dump of ``model``) with ``@type`` present where needed and keys in the
-    order of the input (``guide``: the input mapping, or the model's own remembered input)."""
+def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> None:
+    """Make ``dumped`` (pydantic's dump of ``model``, changed in place) what the service must get back:
+    ``@type`` present where needed, and keys in the order of the input (``guide``: the input mapping,
+    or the model's own remembered input). In place, so that writing back allocates little."""
     own = _guide_of(model)
     raw = own if own is not None else guide
     if not isinstance(raw, dict):
@@ -213,30 +214,54 @@ def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> dict[str, A
     plan = _plan(type(model))
     values = model.__dict__
     for name, key in plan.nested:
-        if key in dumped:
-            sub = raw.get(key, raw.get(name)) if raw is not None else None
-            dumped[key] = _restore_value(values[name], dumped[key], sub)
+        value = dumped.get(key)
+        if value is not None:
+            sub = None
+            if raw is not None:
+                sub = raw.get(key)
+                if sub is None and name != key:
+                    sub = raw.get(name)
+            _restore_value(values[name], value, sub)
     if plan.type_tag is not None and TYPE_KEY not in dumped:
-        dumped = {TYPE_KEY: plan.type_tag, **dumped}
+        dumped[TYPE_KEY] = plan.type_tag
+    _reorder(dumped, raw, plan)
+
+
+def _restore_value(value: Any, dumped: Any, guide: Any) -> None:
+    if isinstance(value, ApiModel):
+        if isinstance(dumped, dict):
+            _restore(value, dumped, guide)
+    elif isinstance(value, list) and isinstance(dumped, list) and len(value) == len(dumped):
+        guides = guide if isinstance(guide, list) and len(guide) == len(value) else None
+        for index, item in enumerate(value):
+            if isinstance(item, ApiModel | list):
+                _restore_value(item, dumped[index], guides[index] if guides is not None else None)
+
+
+def _reorder(dumped: dict[str, Any], raw: dict[str, Any] | None, plan: _Plan) -> None:
+    """Put ``dumped``'s keys in the input's order: ``@type`` first when the input did not place it,
+    then the input's keys, then keys the input did not have (set later), in their order."""
+    keys = list(dumped)
+    type_first = plan.type_first and TYPE_KEY in dumped
     if raw is None:
-        return dumped
-    rank: dict[str, int] = {}
-    for position, key in enumerate(raw):
-        rank.setdefault(plan.output_key.get(key, key), position)
-    if plan.type_first:
-        rank.setdefault(TYPE_KEY, -1)
-    tail = len(raw)
-    keys = sorted(dumped, key=lambda k: rank.get(k, tail))  # stable: keys not in the input keep their order
-    return {key: dumped[key] for key in keys}
-
-
-def _restore_value(value: Any, dumped: Any, guide: Any) -> Any:
-    if isinstance(value, ApiModel) and isinstance(dumped, dict):
-        return _restore(value, dumped, guide)
-    if isinstance(value, list) and isinstance(dumped, list) and len(value) == len(dumped):
-        guides = guide if isinstance(guide, list) and len(guide) == len(value) else [None] * len(value)
-        return [_restore_value(v, d, g) for v, d, g in zip(value, dumped, guides, strict=True)]
-    return dumped
+        if not type_first or keys[0] == TYPE_KEY:
+            return
+        wanted = [TYPE_KEY, *(key for key in keys if key != TYPE_KEY)]
+    else:
+        wanted = [TYPE_KEY] if type_first and TYPE_KEY not in raw and "kind" not in raw else []
+        output_key = plan.output_key
+        for input_key in raw:
+            key = output_key.get(input_key, input_key)
+            if key in dumped:
+                wanted.append(key)
+        if wanted != keys:  # keys set after reading, or an input naming a field twice (alias and name)
+            unique = list(dict.fromkeys(wanted))
+            seen = set(unique)
+            wanted = unique + [key for key in keys if key not in seen]
+    if wanted == keys:
+        return
+    for key in wanted:
+        dumped[key] = dumped.pop(key)
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -256,7 +281,8 @@ class ApiModel(BaseModel):
         """The JSON-ready dict to send to the service: camelCase keys, only fields that were set, in
         the order of the document this model was read from (``@type`` first for one built in Python)."""
         dumped = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return _restore(self, dumped, None)
+        _restore(self, dumped, None)
+        return dumped
 
     @classmethod
     def from_api(cls, data: Any) -> Self:
@@ -269,6 +295,14 @@ class ApiModel(BaseModel):
         model = super().model_validate(obj, **kwargs)
         if isinstance(obj, dict):
             _remember(model, _Source(document=obj))
+        return model
+
+    @classmethod
+    def read_json(cls, json_data: str | bytes | bytearray) -> Self:
+        """Read an answer that is only read, never written back (a run's state, progress, metrics):
+        straight from the bytes, at the cost of pydantic's core alone. Nothing is remembered for a
+        write-back: :meth:`to_api` still writes every field and unknown field, in declaration order."""
+        model: Self = cls.__pydantic_validator__.validate_json(json_data)
         return model
 
     @classmethod
@@ -359,6 +393,11 @@ class ApiAdapter(Generic[T]):
         """Validate straight from JSON text (no ``json.loads`` first)."""
         result = self.adapter.validate_json(data, **kwargs)
         _remember(result, _Source(text=data))
+        return result
+
+    def read_json(self, data: str | bytes | bytearray) -> T:
+        """Validate an answer that is only read (see :meth:`ApiModel.read_json`): nothing remembered."""
+        result: T = self.adapter.validator.validate_json(data)
         return result
 
     def dump_python(self, value: T, /, **kwargs: Any) -> Any:
