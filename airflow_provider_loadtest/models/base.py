@@ -94,8 +94,9 @@ class _Source:
 class _Guide:
     """What a model remembers of its input: the JSON it was read from (``index`` into a list answer).
 
-    Kept in ``__pydantic_private__``, which pydantic compares in ``==``: any two guides compare equal,
-    so that where a document came from never makes two models unequal.
+    Kept in the instance ``__dict__`` under a name pydantic leaves alone there: not a field, so not
+    dumped, not in ``repr`` or ``dict(model)``, and not compared by ``==`` (where a document came from
+    never makes two models unequal); copies and pickles keep it.
     """
 
     __slots__ = ("index", "source")
@@ -111,17 +112,6 @@ class _Guide:
         if isinstance(document, list) and self.index < len(document):
             return document[self.index]
         return None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Guide)
-
-    __hash__ = None  # type: ignore[assignment]  # equal to every guide: not hashable
-
-    def __getstate__(self) -> tuple[_Source, int | None]:
-        return self.source, self.index
-
-    def __setstate__(self, state: tuple[_Source, int | None]) -> None:
-        self.source, self.index = state
 
 
 _GUIDE_KEY = "_api_guide"
@@ -143,16 +133,11 @@ def remember_input(model: ApiModel, document: dict[str, Any]) -> None:
 
 
 def _set_guide(model: ApiModel, guide: _Guide) -> None:
-    private = model.__pydantic_private__
-    if private is None:
-        object.__setattr__(model, "__pydantic_private__", {_GUIDE_KEY: guide})
-    else:
-        private[_GUIDE_KEY] = guide
+    model.__dict__[_GUIDE_KEY] = guide
 
 
 def _guide_of(model: ApiModel) -> Any:
-    private = model.__pydantic_private__
-    guide = private.get(_GUIDE_KEY) if private else None
+    guide = model.__dict__.get(_GUIDE_KEY)
     return guide.document() if isinstance(guide, _Guide) else None
 
 
