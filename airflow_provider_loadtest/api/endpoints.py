@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any, BinaryIO, Generic, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
-from pydantic import ValidationError
+from pydantic import StrictFloat, TypeAdapter, ValidationError
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
@@ -493,8 +493,19 @@ def summary_metric_values(
         path="/analysis/metrics/summary",
         json_body=item.to_api(),
         parse=_summary_values,
+        parse_json=_summary_values_json,
         empty_answer_note="no values yet",
     )
+
+
+#: Summary values when they are all numbers or nulls (strict: ``true`` or ``"1"`` is refused, and
+#: ``_summary_values`` then reads it as missing); an integer becomes a float, as there.
+_SUMMARY_VALUES: TypeAdapter[list[float | None]] = TypeAdapter(list[StrictFloat | None])
+
+
+def _summary_values_json(body: bytes) -> list[float | None]:
+    values: list[float | None] = _SUMMARY_VALUES.validator.validate_json(body)
+    return values
 
 
 def _summary_values(document: Any) -> list[float | None]:

@@ -64,6 +64,7 @@ WATCH_ANSWERS: list[tuple[endpoints.ApiRequest[Any], Any]] = [
     (endpoints.get_design_project("p-1"), {"id": "p-1", "workspaceId": "ws-1"}),
     (endpoints.get_bench_report("r-1"), {"id": "r-1", "benchResultIds": ["br-1"]}),
     (endpoints.member_workspaces(), [{"id": "ws-1", "name": "Main", "userId": "u"}]),
+    (endpoints.summary_metric_values("br-1", [{"id": "HITS_TOTAL"}]), [812.5, 3, None]),
 ]
 
 
@@ -128,6 +129,21 @@ def test_errors_are_the_same_through_the_bytes_path(body: bytes, message: str) -
         with pytest.raises(LoadTestApiError, match=message) as caught:
             decode(request, body)
         assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "values"),
+    [
+        (b"[812.5, 3, null]", [812.5, 3.0, None]),
+        (b'[1, true, "2", {"v": 3}, 4.5]', [1.0, None, None, None, 4.5]),
+        (b"[]", []),
+    ],
+)
+def test_summary_values_from_bytes(body: bytes, values: list[float | None]) -> None:
+    request = endpoints.summary_metric_values("br-1", [{"id": "HITS_TOTAL"}])
+    got = decode(request, body)
+    assert got == values
+    assert [type(v) for v in got] == [type(v) for v in values]
 
 
 def test_global_metrics_shapes() -> None:
