@@ -37,11 +37,14 @@ from airflow_provider_loadtest.models import (
     Scenario,
     SummaryReportItem,
     TaskStatusEnvelope,
+    TemplateRef,
+    TemplateRefListAdapter,
     ThresholdAlarm,
     ThresholdAlarmListAdapter,
     ThresholdAlarmReportItem,
     Workspace,
     parse_template_list,
+    parse_template_refs,
 )
 from airflow_provider_loadtest.models.base import ApiAdapter, describe_errors
 
@@ -406,13 +409,30 @@ def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
 def list_templates(workspace_id: str) -> ApiRequest[list[AnyReportTemplate]]:
     """``GET /analysis/bench-report-templates/by-workspace/{workspaceId}``; a template that does not
     match the models is kept as an opaque one (id and name), never failing the whole list."""
+    return _templates_of(workspace_id, parse_template_list, _template_list_json)
+
+
+def list_template_refs(workspace_id: str) -> ApiRequest[list[TemplateRef]]:
+    """The same call as :func:`list_templates`, reading only each template's id and name: all that
+    choosing one needs (the rest of each template is skipped, never built)."""
+    return _templates_of(workspace_id, parse_template_refs, _template_refs_json)
+
+
+def _templates_of(
+    workspace_id: str, parse: Callable[[Any], T], parse_json: Callable[[bytes], T]
+) -> ApiRequest[T]:
     return ApiRequest(
         operation="List the report templates of workspace " + repr(workspace_id),
         method="GET",
         path=f"/analysis/bench-report-templates/by-workspace/{_segment('workspace_id', workspace_id)}",
-        parse=parse_template_list,
-        parse_json=_template_list_json,
+        parse=parse,
+        parse_json=parse_json,
     )
+
+
+def _template_refs_json(body: bytes) -> list[TemplateRef]:
+    refs: list[TemplateRef] = TemplateRefListAdapter.validator.validate_json(body)
+    return refs
 
 
 def _template_list_json(body: bytes) -> list[AnyReportTemplate]:

@@ -331,3 +331,38 @@ def test_a_small_answer_leaves_the_collector_alone(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(endpoints.gc, "disable", lambda: calls.append("disable"))
     decode(endpoints.get_bench_result("br-1"), b'{"state": "RUNNING"}')
     assert calls == []
+
+
+# --- choosing a template: ids and names only ----------------------------------------------------------
+
+
+BAD_TEMPLATE = {"id": "t-bad", "name": "Odd", "items": [{"@type": "TopReportItem", "size": "ten"}]}
+REFS_BODY = json.dumps([full_template(), BAD_TEMPLATE, {"name": "No id"}]).encode()
+
+
+def test_template_refs_read_only_ids_and_names(no_json_loads: None) -> None:
+    refs = decode(endpoints.list_template_refs("ws-1"), REFS_BODY)
+    assert [(r.id, r.name) for r in refs] == [("tpl-1", "Full template"), ("t-bad", "Odd"), (None, "No id")]
+    assert all(type(r) is m.TemplateRef and not r.model_extra for r in refs)  # nothing else built
+    request = endpoints.list_template_refs("ws-1")
+    assert (request.method, request.path) == ("GET", endpoints.list_templates("ws-1").path)
+
+
+def test_a_template_with_an_odd_id_never_stops_the_choice(caplog: pytest.LogCaptureFixture) -> None:
+    body = json.dumps([{"id": 7, "name": "Seven"}, {"id": "t-1", "name": ["x"]}, {"id": "t-2", "name": "Ok"}])
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        refs = decode(endpoints.list_template_refs("ws-1"), body.encode())
+    assert [(r.id, r.name) for r in refs] == [(None, "Seven"), ("t-1", None), ("t-2", "Ok")]
+    assert "#0" in caplog.text and "#1" in caplog.text
+    from airflow_provider_loadtest.decisions.templates import choose_template
+
+    found = choose_template(refs, workspace_id="ws-1", name="ok")
+    assert found is not None and found.id == "t-2"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"), [(b'{"id": "t"}', "expected a list"), (b"[1]", "not an object")]
+)
+def test_template_refs_need_a_list_of_objects(body: bytes, message: str) -> None:
+    with pytest.raises(LoadTestApiError, match=message):
+        decode(endpoints.list_template_refs("ws-1"), body)
