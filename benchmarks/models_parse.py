@@ -124,9 +124,15 @@ def main() -> None:
 
     body = _templates(args.templates)
     listing = endpoints.list_templates("ws-1")
+    refs = endpoints.list_template_refs("ws-1")
     cases: dict[str, tuple[Callable[[], Any], Callable[[], Any], int]] = {
         f"list_templates: {args.templates} full templates ({len(body) / 1e6:.1f} MB)": (
             lambda: decode_answer(listing, 200, "application/json", body, None),
+            lambda: json.loads(body),
+            1,
+        ),
+        f"list_template_refs: id and name of {args.templates} templates (choosing one)": (
+            lambda: decode_answer(refs, 200, "application/json", body, None),
             lambda: json.loads(body),
             1,
         ),
