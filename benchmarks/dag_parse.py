@@ -161,7 +161,7 @@ def measure(runs: int, folder: Path, env: dict[str, str]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "runs": runs,
         "baseline_ms": summary(baseline),
-        "not_installed": [f"{m.label} ({m.distribution})" for m in missing],
+        "not_installed": [str(m.distribution) for m in missing],
         "modules": [
             {
                 "label": m.label,
@@ -211,7 +211,11 @@ def report(result: dict[str, Any]) -> str:
             ["module", "statement", "ms over airflow.sdk", "within budget"],
         ),
     ]
-    lines += [f"not installed, not measured: {label}" for label in result["not_installed"]]
+    if result["not_installed"]:
+        lines.append(
+            "not installed, so not measured (`make bench` installs them): "
+            + ", ".join(result["not_installed"])
+        )
     rows = []
     for dag in result["dags"]:
         for part, what in (

@@ -139,7 +139,7 @@ def dag_parse_rows(result: Any) -> list[list[str]]:
         return [
             ", ".join(f"{m['label'].split(': ')[-1]} {m['median']:+.1f} ms" for m in ours),
             ", ".join(f"{m['label'].split(': ')[-1]} {m['median']:+.1f} ms" for m in peers)
-            or "peers not installed: " + "; ".join(result["not_installed"]),
+            or "peers not installed: " + ", ".join(result["not_installed"]),
             _verdict(worst < 15.0),
         ]
 
@@ -176,17 +176,18 @@ def triggerer_rows(results: Any) -> list[list[str]]:
         )
 
     def base_at(key: str, fmt: str, waits: int) -> str:
+        """The baseline's figure at the largest size up to ``waits`` (``fmt`` holds the unit)."""
         rows = [r for r in base if r["waits"] <= waits]
         if not rows:
             return "not measured"
         row = max(rows, key=lambda r: int(r["waits"]))
-        return f"{row['variant']}: {format(row[key], fmt)} at {row['waits']} waits"
+        return f"{row['variant']}: {fmt.format(row[key])} at {row['waits']} waits"
 
     def memory() -> list[str]:
         row = at(1000)
         return [
             f"{row['rss_per_wait_kib']:.1f} KiB at {row['waits']} waits",
-            base_at("rss_per_wait_kib", ".0f", 1000) + " KiB",
+            base_at("rss_per_wait_kib", "{:.0f} KiB", 1000),
             _verdict(row["rss_per_wait_kib"] <= 50),
         ]
 
@@ -194,7 +195,7 @@ def triggerer_rows(results: Any) -> list[list[str]]:
         row = at(2000)
         return [
             f"p99 {row['late_p99_s']:.2f} s, p50 {row['late_p50_s']:.3f} s at {row['waits']} waits",
-            base_at("late_p99_s", ".1f", 2000) + " s",
+            base_at("late_p99_s", "p99 {:.1f} s", 2000),
             _verdict(row["late_p99_s"] < 1.0),
         ]
 
@@ -202,7 +203,7 @@ def triggerer_rows(results: Any) -> list[list[str]]:
         worst = max(ours, key=lambda r: float(r["cpu_per_poll_ms"]))
         return [
             f"{worst['cpu_per_poll_ms']:.3f} ms (worst, at {worst['waits']} waits)",
-            base_at("cpu_per_poll_ms", ".1f", 1000) + " ms",
+            base_at("cpu_per_poll_ms", "{:.1f} ms", 1000),
             _verdict(worst["cpu_per_poll_ms"] <= 0.5),
         ]
 
