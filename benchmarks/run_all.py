@@ -117,7 +117,7 @@ def _or_missing(fn: Callable[[], list[str]]) -> list[str]:
     output, or did not run): the run's tables below still hold it."""
     try:
         return fn()
-    except (KeyError, IndexError, StopIteration, TypeError, ValueError):
+    except (AttributeError, KeyError, IndexError, StopIteration, TypeError, ValueError):
         return ["not found in this run's output (see its tables below)", "", ""]
 
 
@@ -306,28 +306,28 @@ def growth(results: Any) -> str:
     return text
 
 
+#: Each benchmark's budget rows, read from its --json figures or else from its printed tables.
+BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
+    ("dag_parse.py", dag_parse_rows),
+    ("triggerer_scale.py", triggerer_rows),
+    ("client_cpu.py", client_cpu_rows),
+    ("models_parse.py", models_rows),
+    ("demo_split.py", demo_rows),
+]
+
+
 def budget_table(outcomes: dict[str, Outcome]) -> str:
     from benchmarks.common import table
 
-    def figures(script: str) -> Any:
+    rows = []
+    for script, rows_of in BUDGET_ROWS:
         outcome = outcomes.get(script)
-        return outcome.figures if outcome else None
-
-    def stdout(script: str) -> str:
-        outcome = outcomes.get(script)
-        return outcome.stdout if outcome else ""
-
-    def command(script: str) -> str:
-        outcome = outcomes.get(script)
-        return f"`{outcome.command}`" if outcome else "not run"
-
-    rows = [
-        *[[*r, command("dag_parse.py")] for r in dag_parse_rows(figures("dag_parse.py"))],
-        *[[*r, command("triggerer_scale.py")] for r in triggerer_rows(figures("triggerer_scale.py"))],
-        *[[*r, command("client_cpu.py")] for r in client_cpu_rows(stdout("client_cpu.py"))],
-        *[[*r, command("models_parse.py")] for r in models_rows(stdout("models_parse.py"))],
-        *[[*r, command("demo_split.py")] for r in demo_rows(figures("demo_split.py"))],
-    ]
+        for cells in rows_of(None if outcome is None else outcome.figures or outcome.stdout):
+            if outcome is None:
+                cells[1:3], cells[4] = ["not run", ""], ""
+            elif not outcome.ok:
+                cells[1:3], cells[4] = ["**crashed**", ""], ""
+            rows.append([*cells, f"`{outcome.command}`" if outcome else ""])
     return table(rows, ["figure", "ours", "baseline / peers", "budget", "met", "command"])
 
 
