@@ -135,14 +135,15 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 def measure(runs: int, folder: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Every kind ``runs`` times, interleaved; the raw samples per kind."""
+    """Every kind ``runs`` times, interleaved round by round; medians and spreads per kind."""
     modules = [m for m in MODULES if installed(m)]
     missing = [m for m in MODULES if not installed(m)]
-    ours = [(ROOT / "example_dags" / name).resolve() for name in DAG_FILES]
-    for path in ours:  # the file as a user would copy it into their DAGs folder
-        (folder / "ours").mkdir(exist_ok=True)
-        (folder / "ours" / path.name).write_text(path.read_text())
-    ours = [folder / "ours" / name for name in DAG_FILES]
+    (folder / "ours").mkdir()
+    ours = []
+    for name in DAG_FILES:  # each file as a user copies it into their DAGs folder
+        target = folder / "ours" / name
+        target.write_text((ROOT / "example_dags" / name).read_text())
+        ours.append(target)
     controls = write_control_dags(ours, folder / "control")
     empty = folder / "empty_dag_file.py"
     empty.write_text(EMPTY_DAG_FILE)
