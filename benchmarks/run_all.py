@@ -194,9 +194,11 @@ def triggerer_rows(results: Any) -> list[list[str]]:
     def lateness() -> list[str]:
         row = at(2000)
         return [
-            f"p99 {row['late_p99_s']:.2f} s, p50 {row['late_p50_s']:.3f} s at {row['waits']} waits",
+            f"p99 {row['late_p99_s']:.2f} s, p50 {row['late_p50_s']:.3f} s at {row['waits']} waits "
+            f"({row['polls_made_pct']:.0f} % of the polls due were made)",
             base_at("late_p99_s", "p99 {:.1f} s", 2000),
-            _verdict(row["late_p99_s"] < 1.0),
+            # A loop that fell behind makes fewer polls, each late by less than the ones it skipped.
+            _verdict(row["late_p99_s"] < 1.0 and row["polls_made_pct"] >= 95),
         ]
 
     def cpu() -> list[str]:
@@ -209,7 +211,11 @@ def triggerer_rows(results: Any) -> list[list[str]]:
 
     return [
         row("Triggerer: resident memory per deferred wait, 1,000 waits", "<= 50 KiB", memory),
-        row(f"Triggerer: poll lateness, 2,000 waits, {INTERVAL} s interval", "p99 < 1 s", lateness),
+        row(
+            f"Triggerer: poll lateness, 2,000 waits, {INTERVAL} s interval",
+            "p99 < 1 s, >= 95 % of polls made",
+            lateness,
+        ),
         row("Triggerer: CPU per poll", "<= 0.5 ms", cpu),
     ]
 
@@ -279,6 +285,7 @@ def growth(results: Any) -> str:
             f"{r['rss_per_wait_kib'] * r['waits'] / 1024:.1f}",
             f"{r['sockets_per_wait']:.2f}",
             f"{r['cpu_per_poll_ms']:.3f}",
+            f"{r['polls_made_pct']:.0f} %",
             f"{r['late_p50_s']:.3f}",
             f"{r['late_p99_s']:.3f}",
         ]
@@ -294,6 +301,7 @@ def growth(results: Any) -> str:
             "RSS MiB in all",
             "sockets/wait",
             "CPU ms/poll",
+            "polls made (of due)",
             "late p50 s",
             "late p99 s",
         ],
