@@ -10,7 +10,15 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 
-__all__ = ["AGENT_LOG_PATTERNS", "GZIP_MAGIC", "is_agent_log", "saved_file", "select_run_files"]
+__all__ = [
+    "AGENT_LOG_PATTERNS",
+    "GZIP_MAGIC",
+    "MAX_DECOMPRESSED_BYTES",
+    "is_agent_log",
+    "names_to_save",
+    "saved_file",
+    "select_run_files",
+]
 
 #: Per-agent logs: one per load generator, large and rarely read. The official CI plugins skip names
 #: ending in ``-agent.log`` (and their gzipped form); the other patterns are older names we skipped.
@@ -24,6 +32,10 @@ AGENT_LOG_PATTERNS: tuple[str, ...] = (
 #: The first two bytes of every gzip stream.
 GZIP_MAGIC = b"\x1f\x8b"
 _GZ = ".gz"
+#: A decompressed file is held in memory before it is written: past this size (the download bound)
+#: decompressing stops with an error, rather than a small download expanding until the worker dies.
+MAX_DECOMPRESSED_BYTES = 2 * 2**30
+_INFLATE_STEP = 64 * 2**20
 
 
 def is_agent_log(filename: str) -> bool:
@@ -46,23 +58,60 @@ def select_run_files(
     ]
 
 
-def saved_file(name: str, content: bytes, *, decompress: bool) -> tuple[str, bytes]:
+def names_to_save(names: Sequence[str], *, decompress: bool) -> dict[str, bool]:
+    """For each name to fetch, whether to decompress it: ``x.gz`` is not decompressed when ``x`` is
+    fetched too (a run may list ``results.jtl`` and ``results.jtl.gz``), or one would overwrite the
+    other; it is then saved as is, under its own name."""
+    taken = set(names)
+    return {name: decompress and _is_gz(name) and name[: -len(_GZ)] not in taken for name in names}
+
+
+def _is_gz(name: str) -> bool:
+    return name.lower().endswith(_GZ) and len(name) > len(_GZ)
+
+
+def saved_file(
+    name: str, content: bytes, *, decompress: bool, limit: int = MAX_DECOMPRESSED_BYTES
+) -> tuple[str, bytes]:
     """The name and bytes to save for a downloaded run file.
 
     With ``decompress``, ``x.gz`` is saved as ``x``, decompressed. Content that is not a gzip stream
     although its name ends in ``.gz`` was already decompressed on the way (an HTTP layer honouring
     ``Content-Encoding: gzip``): it is saved as is, under the name without ``.gz`` all the same.
-    A corrupt gzip stream raises ``ValueError`` naming the file.
+    A corrupt gzip stream, or one that would expand past ``limit`` bytes, raises ``ValueError``
+    naming the file.
     """
-    if not decompress or not name.lower().endswith(_GZ) or len(name) == len(_GZ):
+    if not decompress or not _is_gz(name):
         return name, content
     plain = name[: -len(_GZ)]
     if not content.startswith(GZIP_MAGIC):
         return plain, content
-    import gzip
+    return plain, _gunzip(name, content, limit)
+
+
+def _gunzip(name: str, content: bytes, limit: int) -> bytes:
+    """Every gzip member of ``content``, inflated in steps so that the size bound holds on the way."""
     import zlib
 
+    out = bytearray()
+    rest = content
     try:
-        return plain, gzip.decompress(content)
+        while rest.startswith(GZIP_MAGIC):  # a .gz file may hold several members, one after another
+            inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+            pending = rest
+            while not inflater.eof:
+                out += inflater.decompress(pending, _INFLATE_STEP)
+                pending = inflater.unconsumed_tail
+                if len(out) > limit:
+                    raise ValueError(
+                        f"{name} expands past {limit // 2**20} MiB once decompressed; "
+                        "decompress=False keeps it as is"
+                    )
+                if not pending and not inflater.eof:
+                    raise EOFError("the stream ends before its last block")
+            rest = inflater.unused_data
+        if rest.strip(b"\0"):  # zero padding after the last member is allowed, as gzip's reader does
+            raise OSError("data after the last gzip member is not gzip")
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"{name} is not a valid gzip file ({exc}); decompress=False keeps it as is") from exc
+    return bytes(out)

@@ -2,17 +2,26 @@
 
 ``requests`` only has per-read timeouts: a server (or a proxy) sending one byte a second keeps each
 read short and the call alive for ever, through the headers as well as the body. ``Watchdog`` arms a
-timer for the call's budget; the session's connections report themselves to the running watchdog
-when they send a request, and when the timer fires it shuts their sockets down, so the blocked read
-returns at once and ``requests`` raises. The caller then asks ``Watchdog.fired`` to tell this apart
-from a real connection failure.
+deadline for the call's budget; the session's connections report themselves to the running watchdog
+when they send a request, and when the deadline passes their sockets are shut down, so the blocked
+read returns at once and ``requests`` raises. The caller then asks ``Watchdog.fired`` to tell this
+apart from a real connection failure.
+
+One reaper thread per process watches every deadline (a heap; woken only when a new deadline comes
+before the one it sleeps towards): a ``threading.Timer`` per call started a thread per request, about
+a third of a small call's CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
+import math
+import os
 import socket
 import threading
+import time
 from types import TracebackType
 from typing import Any
 
@@ -31,21 +40,28 @@ class Watchdog:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.fired = False
+        self.deadline = 0.0
+        self._done = False
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
 
     def __enter__(self) -> Watchdog:
         _running.watchdog = self
-        self._timer.start()
+        self.deadline = time.monotonic() + self.seconds
+        _reaper.arm(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._timer.cancel()
+        with self._lock:  # once this returns, the reaper can no longer cut this call's sockets
+            self._done = True
         _running.watchdog = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the call left the watchdog (its deadline no longer matters)."""
+        return self._done
 
     def track(self, sock: socket.socket) -> None:
         """Called with a connection's socket when its answer is about to be read."""
@@ -54,11 +70,71 @@ class Watchdog:
             if self.fired:
                 _shut(sock)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """The deadline passed: cut the call's sockets, unless the call already left."""
         with self._lock:
+            if self._done:
+                return
             self.fired = True
             for sock in self._sockets:
                 _shut(sock)
+
+
+class _Reaper:
+    """The one thread that fires every watchdog whose deadline passed (started on first use)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._heap: list[tuple[float, int, Watchdog]] = []
+        self._order = itertools.count()  # ties on the deadline never compare two watchdogs
+        self._thread: threading.Thread | None = None
+        self._until = math.inf  # the deadline the thread sleeps towards
+
+    def arm(self, dog: Watchdog) -> None:
+        with self._wake:
+            while self._heap and self._heap[0][2].done:  # finished calls leave from the top
+                heapq.heappop(self._heap)
+            heapq.heappush(self._heap, (dog.deadline, next(self._order), dog))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="loadtest-watchdog", daemon=True)
+                self._thread.start()
+            elif dog.deadline < self._until:  # the thread would wake too late: wake it now
+                self._wake.notify()
+
+    def pending(self) -> int:
+        """Deadlines still in the heap, finished or not (for tests: the heap must not grow for ever)."""
+        with self._wake:
+            return len(self._heap)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                due: list[Watchdog] = []
+                while not due:
+                    now = time.monotonic()
+                    while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
+                        dog = heapq.heappop(self._heap)[2]
+                        if not dog.done:
+                            due.append(dog)
+                    if not due:
+                        # A call that ends first leaves its entry behind: the thread wakes then and
+                        # goes back to sleep towards the next deadline, without a notify per call.
+                        self._until = self._heap[0][0] if self._heap else math.inf
+                        self._wake.wait(self._until - now if self._heap else None)
+            for dog in due:
+                dog.fire()
+
+
+_reaper = _Reaper()
+
+
+def _after_fork_in_child() -> None:
+    # A forked worker (Airflow's task runner forks) has no reaper thread: start afresh on first use.
+    global _reaper  # noqa: PLW0603 - the process-wide reaper is what is being replaced
+    _reaper = _Reaper()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _shut(sock: socket.socket) -> None:

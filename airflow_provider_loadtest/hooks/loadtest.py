@@ -28,7 +28,12 @@ from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTE
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
-from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
+from airflow_provider_loadtest.hooks.settings import (
+    ConnectionSettings,
+    environment_verify,
+    failure_at,
+    settings_from_connection,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.models import (
@@ -88,6 +93,12 @@ def _read_body(
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise requests.ConnectionError(exc) from exc
     return body.content
+
+
+def environment_proxies(base_url: str) -> dict[str, str]:
+    """The proxies the environment gives ``base_url``'s host (``NO_PROXY`` honoured), as ``requests``
+    would find them on each call with ``trust_env``."""
+    return dict(requests.utils.get_environ_proxies(base_url))
 
 
 def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
@@ -183,8 +194,15 @@ class LoadTestHook(BaseHook):
 
     @cached_property
     def session(self) -> requests.Session:
-        """One keep-alive session per hook, carrying the key and a User-Agent naming this package."""
+        """One keep-alive session per hook, carrying the key and a User-Agent naming this package.
+
+        The environment (proxies, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``) is read once, here, for the
+        connection's host: ``requests`` otherwise scans it on every call (about a quarter of a small
+        call's CPU), and its ``.netrc`` lookup could replace the key's ``Authorization`` header.
+        """
         session = requests.Session()
+        session.trust_env = False
+        session.proxies.update(environment_proxies(self.settings.base_url))
         session.headers.update(
             {
                 "Authorization": f"Bearer {self.settings.api_key}",
@@ -194,7 +212,7 @@ class LoadTestHook(BaseHook):
                 ),
             }
         )
-        session.verify = self.settings.verify_ssl
+        session.verify = environment_verify(self.settings.verify_ssl)
         adapter = BoundedAdapter()  # its connections obey ``Watchdog`` (the headers' time bound)
         session.mount("https://", adapter)
         session.mount("http://", adapter)

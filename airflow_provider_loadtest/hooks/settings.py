@@ -5,6 +5,7 @@ Shared by the sync hook and the async trigger client so both read a connection t
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -86,6 +87,17 @@ def tls_verification(verify: Any, ca_bundle: Any) -> bool | str:
             raise ValueError(f"connection extra 'ca_bundle' must be an absolute file path, got {ca_bundle!r}")
         return path
     return switch
+
+
+def environment_verify(verify: bool | str) -> bool | str:
+    """The connection's TLS setting; with plain verification on, the CA bundle ``requests`` would take
+    from ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE`` (the connection's own ``ca_bundle`` wins).
+
+    Both clients read it here, so a worker's calls and a triggerer's waits trust the same CAs.
+    """
+    if verify is True:
+        return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    return verify
 
 
 def failure_at(url: str, failure: str, *, tls_failed: bool = False) -> str:

@@ -24,6 +24,7 @@ from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.decisions.run_files import (
     AGENT_LOG_PATTERNS,
     is_agent_log,
+    names_to_save,
     saved_file,
     select_run_files,
 )
@@ -293,9 +294,11 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
             ", ".join(chosen),
         )
         saved = []
-        for name in chosen:
+        for name, decompress in names_to_save(chosen, decompress=self.decompress).items():
+            if self.decompress and not decompress and name.lower().endswith(".gz"):
+                self.log.warning("Keeping %s compressed: the run also has a file of its plain name", name)
             local_name, content = saved_file(
-                name, self.hook.download_run_file(bench_result_id, name), decompress=self.decompress
+                name, self.hook.download_run_file(bench_result_id, name), decompress=decompress
             )
             written = write_atomically(folder / local_name, content)
             self.log.info("Saved %s (%d bytes)", written.path, written.size)
