@@ -147,7 +147,7 @@ def _guide_of(model: ApiModel) -> Any:
 class _Plan:
     """Per model class: how input keys map to output keys, and which fields may hold models."""
 
-    __slots__ = ("nested", "output_key", "type_first", "type_tag")
+    __slots__ = ("nested", "orders", "output_key", "type_first", "type_tag")
 
     def __init__(self, cls: type[ApiModel]) -> None:
         self.output_key: dict[str, str] = {}
@@ -163,6 +163,8 @@ class _Plan:
         self.type_first = "kind" in cls.model_fields
         #: A known variant always writes its ``@type`` (the service needs it to pick the class).
         self.type_tag = _kind_default(cls) if issubclass(cls, TypedModel) else None
+        #: Key orders worked out for write-back, by the shape of the document (see ``_reorder``).
+        self.orders: dict[tuple[tuple[str, ...], tuple[str, ...] | None], tuple[str, ...] | None] = {}
 
 
 _PLANS: dict[type[BaseModel], _Plan] = {}
@@ -194,19 +196,20 @@ def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> None:
     or the model's own remembered input). In place, so that writing back allocates little."""
     own = _guide_of(model)
     raw = own if own is not None else guide
-    if not isinstance(raw, dict):
+    if type(raw) is not dict:
         raw = None
     plan = _plan(type(model))
     values = model.__dict__
     for name, key in plan.nested:
-        value = dumped.get(key)
-        if value is not None:
-            sub = None
-            if raw is not None:
-                sub = raw.get(key)
-                if sub is None and name != key:
-                    sub = raw.get(name)
-            _restore_value(values[name], value, sub)
+        out = dumped.get(key)
+        if out is None:
+            continue
+        sub = None
+        if raw is not None:
+            sub = raw.get(key)
+            if sub is None and name != key:
+                sub = raw.get(name)
+        _restore_value(values[name], out, sub)
     if plan.type_tag is not None and TYPE_KEY not in dumped:
         dumped[TYPE_KEY] = plan.type_tag
     _reorder(dumped, raw, plan)
@@ -214,39 +217,62 @@ def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> None:
 
 def _restore_value(value: Any, dumped: Any, guide: Any) -> None:
     if isinstance(value, ApiModel):
-        if isinstance(dumped, dict):
+        if type(dumped) is dict:
             _restore(value, dumped, guide)
-    elif isinstance(value, list) and isinstance(dumped, list) and len(value) == len(dumped):
-        guides = guide if isinstance(guide, list) and len(guide) == len(value) else None
+    elif isinstance(value, list) and type(dumped) is list and len(value) == len(dumped):
+        guides = guide if type(guide) is list and len(guide) == len(value) else None
         for index, item in enumerate(value):
-            if isinstance(item, ApiModel | list):
-                _restore_value(item, dumped[index], guides[index] if guides is not None else None)
+            sub = guides[index] if guides is not None else None
+            if isinstance(item, ApiModel):
+                out = dumped[index]
+                if type(out) is dict:
+                    _restore(item, out, sub)
+            elif isinstance(item, list):
+                _restore_value(item, dumped[index], sub)
+
+
+#: How many key orders each model class keeps worked out (emptied when full).
+_ORDERS_MAX = 1024
 
 
 def _reorder(dumped: dict[str, Any], raw: dict[str, Any] | None, plan: _Plan) -> None:
-    """Put ``dumped``'s keys in the input's order: ``@type`` first when the input did not place it,
-    then the input's keys, then keys the input did not have (set later), in their order."""
-    keys = list(dumped)
-    type_first = plan.type_first and TYPE_KEY in dumped
+    """Put ``dumped``'s keys in the input's order (see :func:`_wanted_order`), in place.
+
+    Documents of one kind come in few shapes, so the order is mostly looked up, by the dumped keys and
+    the input's keys."""
+    keys = tuple(dumped)
+    shape = (keys, tuple(raw) if raw is not None else None)
+    orders = plan.orders
+    try:
+        wanted = orders[shape]
+    except KeyError:
+        wanted = _wanted_order(keys, raw, plan)
+        if len(orders) >= _ORDERS_MAX:
+            orders.clear()
+        orders[shape] = wanted
+    if wanted is not None:
+        for key in wanted:
+            dumped[key] = dumped.pop(key)
+
+
+def _wanted_order(keys: tuple[str, ...], raw: dict[str, Any] | None, plan: _Plan) -> tuple[str, ...] | None:
+    """``@type`` first when the input did not place it, then the input's keys, then keys the input did
+    not have (set later) in their order; ``None`` when ``keys`` are in that order already."""
+    type_first = plan.type_first and TYPE_KEY in keys
     if raw is None:
         if not type_first or keys[0] == TYPE_KEY:
-            return
-        wanted = [TYPE_KEY, *(key for key in keys if key != TYPE_KEY)]
-    else:
-        wanted = [TYPE_KEY] if type_first and TYPE_KEY not in raw and "kind" not in raw else []
-        output_key = plan.output_key
-        for input_key in raw:
-            key = output_key.get(input_key, input_key)
-            if key in dumped:
-                wanted.append(key)
-        if wanted != keys:  # keys set after reading, or an input naming a field twice (alias and name)
-            unique = list(dict.fromkeys(wanted))
-            seen = set(unique)
-            wanted = unique + [key for key in keys if key not in seen]
-    if wanted == keys:
-        return
-    for key in wanted:
-        dumped[key] = dumped.pop(key)
+            return None
+        return (TYPE_KEY, *(key for key in keys if key != TYPE_KEY))
+    wanted = [TYPE_KEY] if type_first and TYPE_KEY not in raw and "kind" not in raw else []
+    present = set(keys)
+    for input_key in raw:
+        key = plan.output_key.get(input_key, input_key)
+        if key in present:
+            wanted.append(key)
+    unique = list(dict.fromkeys(wanted))  # an input may name a field twice (alias and name)
+    seen = set(unique)
+    ordered = (*unique, *(key for key in keys if key not in seen))
+    return None if ordered == keys else ordered
 
 
 # --- the models ---------------------------------------------------------------------------------

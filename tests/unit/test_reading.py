@@ -366,3 +366,14 @@ def test_a_template_with_an_odd_id_never_stops_the_choice(caplog: pytest.LogCapt
 def test_template_refs_need_a_list_of_objects(body: bytes, message: str) -> None:
     with pytest.raises(LoadTestApiError, match=message):
         decode(endpoints.list_template_refs("ws-1"), body)
+
+
+def test_documents_of_one_kind_in_different_orders_each_keep_theirs() -> None:
+    first = {"@type": "TimeRangeReportConfig", "from": 1, "to": 2}
+    second = {"to": 2, "from": 1, "@type": "TimeRangeReportConfig"}
+    third = {"from": 1, "@type": "TimeRangeReportConfig", "x": None, "to": 2}
+    body = json.dumps({"id": "t", "configs": [first, second, third, first]}).encode()
+    template = m.ReportDefinition.model_validate_json(body)
+    for _ in range(2):  # the second time from the orders already worked out
+        assert json.dumps(template.to_api()) == body.decode()
+    assert list(m.TimeRangeReportConfig(to=2, from_=1).to_api()) == ["@type", "from", "to"]
