@@ -13,7 +13,17 @@ paid when a document is written back, not when it is read: the entry points (``f
 ``model_validate``, ``model_validate_json`` and the :class:`ApiAdapter` of each union) keep a reference
 to the JSON a document came from (the bytes, parsed again only if it is written back), and
 :meth:`ApiModel.to_api` puts the keys back in that order. Reading is on every poll of a watch loop;
-writing back is rare.
+writing back is rare. Answers that are only read (a run's state, its progress) skip even that
+(:meth:`ApiModel.read_json`).
+
+Each polymorphic family is one union, tried left to right::
+
+    Annotated[A | B | ..., Field(discriminator="kind"), Tag(KNOWN_TAG)]
+    | Annotated[UnknownFamily, Tag(UNKNOWN_TAG)]
+
+A known ``@type`` is routed in Rust; an unknown or missing one fails the first branch at once and is
+kept by the family's :class:`UnknownModel`, which refuses the family's known types (``variant_tags``),
+so that a known ``@type`` whose fields do not match still fails.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from typing import Annotated, Any, ClassVar, Generic, Self, TypeAlias, TypeVar, Union, get_args, get_origin
+from typing import Any, ClassVar, Generic, Self, TypeAlias, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -377,7 +387,7 @@ def variant_tags(union: Any) -> frozenset[str]:
         kind = stack.pop()
         if isinstance(kind, type) and issubclass(kind, TypedModel):
             found.add(_kind_default(kind))
-        elif get_origin(kind) is Annotated or get_origin(kind) is Union or get_args(kind):
+        else:  # a union, an Annotated (its metadata has no arguments), a Literal's strings: none
             stack.extend(get_args(kind))
     return frozenset(found)
 
