@@ -377,3 +377,47 @@ def test_documents_of_one_kind_in_different_orders_each_keep_theirs() -> None:
     for _ in range(2):  # the second time from the orders already worked out
         assert json.dumps(template.to_api()) == body.decode()
     assert list(m.TimeRangeReportConfig(to=2, from_=1).to_api()) == ["@type", "from", "to"]
+
+
+@pytest.fixture
+def full_templates_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail if a workspace's templates are read as full models (choosing one needs ids and names)."""
+
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError("full templates were read to choose one")
+
+    monkeypatch.setattr(endpoints, "_template_list_json", refuse)
+    monkeypatch.setattr(endpoints, "parse_template_list", refuse)
+
+
+def test_the_sensor_and_the_operator_choose_from_ids_and_names(
+    loadtest_conn: str, requests_mock: Any, full_templates_refused: None
+) -> None:
+    from unittest import mock
+
+    from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+    from airflow_provider_loadtest.sensors.template import TemplateSensor
+    from tests.unit.test_hook import BENCH_REPORT, RUN_URL, TEMPLATES, TEMPLATES_URL
+
+    requests_mock.get(TEMPLATES_URL, json=[BAD_TEMPLATE, *TEMPLATES])
+    requests_mock.post(RUN_URL, json=BENCH_REPORT)
+    sensor = TemplateSensor(task_id="s", workspace_id="ws-1", template_name="smoke")
+    assert sensor.poke({}).xcom_value == "t-3"  # type: ignore[arg-type]
+    operator = RunScenarioOperator(
+        task_id="t", scenario_id="sc-1", template_name="Odd", workspace_id="ws-1", wait_for_completion=False
+    )
+    assert operator.execute({"ti": mock.MagicMock(name="ti")})["template_id"] == "t-bad"  # type: ignore[arg-type]
+
+
+def test_the_deferred_wait_chooses_from_ids_and_names() -> None:
+    from airflow_provider_loadtest.decisions.template_wait import wait_for_template
+
+    wait = wait_for_template("ws-1", name="Odd", interval_s=1.0, deadline=2e9)
+    request = next(wait)
+    assert request.parse_json is not None
+    refs = decode(request, json.dumps([BAD_TEMPLATE]).encode())
+    assert all(type(r) is m.TemplateRef for r in refs)
+    wait.send(refs)  # answered: it logs what it found
+    with pytest.raises(StopIteration) as done:
+        next(wait)
+    assert done.value.value.id == "t-bad"
