@@ -46,7 +46,7 @@ from airflow_provider_loadtest.models import (
     parse_template_list,
     parse_template_refs,
 )
-from airflow_provider_loadtest.models.base import ApiAdapter, describe_errors
+from airflow_provider_loadtest.models.base import ApiAdapter, HeldWarnings, describe_errors
 
 T = TypeVar("T")
 M = TypeVar("M", bound=ApiModel)
@@ -438,8 +438,10 @@ def _template_refs_json(body: bytes) -> list[TemplateRef]:
 
 def _template_list_json(body: bytes) -> list[AnyReportTemplate]:
     # Every template matching the models, in one pass over the bytes; else (one does not match, or
-    # the answer is not a list of objects) parse_template_list reads them one by one.
-    return list(ReportTemplateListAdapter.validate_json(body))
+    # the answer is not a list of objects) parse_template_list reads them one by one, and says once
+    # what it meets.
+    with HeldWarnings():
+        return list(ReportTemplateListAdapter.validate_json(body))
 
 
 def get_bench_report(report_id: str) -> ApiRequest[BenchReport]:

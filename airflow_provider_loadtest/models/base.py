@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any, ClassVar, Generic, Self, TypeAlias, TypeVar, get_args
 
 from pydantic import (
@@ -51,6 +52,7 @@ __all__ = [
     "UNKNOWN_TAG",
     "ApiAdapter",
     "ApiModel",
+    "HeldWarnings",
     "Int",
     "KnownTypeMismatch",
     "Number",
@@ -370,13 +372,41 @@ class UnknownModel(ApiModel):
 
     @model_validator(mode="after")
     def _warn_unknown(self) -> Self:
-        logger.warning(
+        warning = (
             "Unknown %s @type %r: kept as an opaque %s and written back unchanged",
             self.family,
             self.kind,
             type(self).__name__,
         )
+        held = _HELD_WARNINGS.get()
+        if held is None:
+            logger.warning(*warning)
+        else:
+            held.append(warning)
         return self
+
+
+#: Unknown-type warnings held back while a reading may still be given up (see :class:`HeldWarnings`).
+_HELD_WARNINGS: ContextVar[list[tuple[Any, ...]] | None] = ContextVar("_HELD_WARNINGS", default=None)
+
+
+class HeldWarnings:
+    """Hold back the unknown-``@type`` warnings of a reading that may be given up and done again.
+
+    A list answer read in one pass is read again template by template when one template does not match;
+    without this, the warnings of the templates read in the first pass would be logged twice. Logged
+    when the block ends without an error, dropped when it raises (the reading that follows logs them).
+    """
+
+    def __enter__(self) -> None:
+        self._held: list[tuple[Any, ...]] = []
+        self._token = _HELD_WARNINGS.set(self._held)
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        _HELD_WARNINGS.reset(self._token)
+        if exc_type is None:
+            for warning in self._held:
+                logger.warning(*warning)
 
 
 def variant_tags(union: Any) -> frozenset[str]:

@@ -202,6 +202,19 @@ def test_one_bad_template_in_the_bytes_keeps_the_others_exact(caplog: pytest.Log
     assert "is a known" not in caplog.text  # the unknown branch's refusal is noise, left out
 
 
+def test_unknown_types_are_reported_once_when_the_list_is_read_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    odd = {"id": "t-odd", "items": [{"@type": "HeatMapReportItem"}]}
+    bad = {"id": "t-bad", "created": "yesterday"}
+    for answer, opaque in (([odd], 0), ([odd, bad], 1)):  # read in one pass; read again, one by one
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            templates = decode(endpoints.list_templates("ws-1"), json.dumps(answer).encode())
+        assert sum(isinstance(t, m.OpaqueReportTemplate) for t in templates) == opaque
+        assert caplog.text.count("HeatMapReportItem") == 1
+
+
 def test_a_broken_known_item_is_refused_with_a_readable_message() -> None:
     items = [{"@type": "TextReportItem"}, {"@type": "TopReportItem", "size": "x"}]
     body = json.dumps({"id": "r-1", "items": items})
