@@ -66,9 +66,12 @@ demo: venv
 browser: venv
 	$(BIN)/python -m devtools.browser_check
 
-# The benchmarks (docs/performance.md holds one run's tables): each figure against a baseline measured in
-# the same run. BENCH_ARGS=--smoke runs each one small (what CI runs, so they cannot rot).
-bench: venv
+# The benchmarks: each figure against a baseline measured in the same run. A full run writes its tables
+# into docs/performance.md. The environment gets the `bench` dependency group on top (the peers measured
+# beside us: dbt Cloud and HTTP providers); `make venv` (and so `make test`) removes it again.
+# BENCH_ARGS=--smoke runs each one small (what CI runs, without the peers, so they cannot rot).
+bench: $(UV)
+	$(UV) sync --locked --group bench --python $(PYTHON)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 # The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator

@@ -1,29 +1,383 @@
 """``make bench``: every benchmark, one after the other, full size (or ``--smoke``: tiny, for CI).
 
-.venv/bin/python benchmarks/run_all.py [--smoke]
+A full run writes its tables into ``docs/performance.md`` (between the ``make bench`` markers: the
+budget table, how cost grows with the number of waits, and every benchmark's own tables), so the
+document always holds one run's figures; ``--docs PATH`` writes another copy of that file instead
+(a smoke run writes nothing unless given ``--docs``). Exits 1 when a benchmark crashed.
+
+    .venv/bin/python benchmarks/run_all.py [--smoke] [--only dag_parse.py ...] [--docs PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
+import platform
+import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent / "docs" / "performance.md"
+BEGIN, END = "<!-- begin: make bench -->", "<!-- end: make bench -->"
 
-#: (script, full-size arguments, smoke arguments)
-BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
-    ("import_time.py", [], ["--runs", "1"]),
-    ("pytest_plugin_cost.py", [], ["--runs", "1"]),
-    ("client_cpu.py", [], ["--rounds", "2", "--calls", "5"]),
-    ("models_parse.py", [], ["--rounds", "1", "--templates", "20"]),
-    (
+
+@dataclass(frozen=True)
+class Benchmark:
+    script: str
+    full: list[str]
+    smoke: list[str]
+    json: bool = False  # takes --json PATH
+    figures: list[str] = field(default_factory=list)  # what it measures, for the budget table
+
+
+WAITS = ["100", "1000", "2000"]
+INTERVAL = "10"
+BENCHMARKS = [
+    Benchmark("dag_parse.py", [], ["--runs", "1"], json=True),
+    Benchmark("pytest_plugin_cost.py", [], ["--runs", "1"]),
+    Benchmark("client_cpu.py", [], ["--rounds", "2", "--calls", "5"]),
+    Benchmark("models_parse.py", [], ["--rounds", "1", "--templates", "20"]),
+    Benchmark(
         "triggerer_scale.py",
-        ["--waits", "100", "1000", "2000", "--interval", "10"],
+        ["--waits", *WAITS, "--interval", INTERVAL],
         ["--waits", "10", "--interval", "0.5", "--simulators", "1"],
+        json=True,
     ),
+    # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
+    Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
 ]
+
+
+@dataclass
+class Outcome:
+    """What one benchmark printed (and wrote with --json), and the command that reproduces it."""
+
+    command: str
+    stdout: str = ""
+    figures: Any = None
+    ok: bool = True
+
+
+def run(bench: Benchmark, args: list[str], scratch: Path) -> Outcome:
+    """Run one benchmark, its output shown as it comes and kept."""
+    json_path = scratch / (bench.script + ".json")
+    argv = [
+        sys.executable,
+        str(HERE / bench.script),
+        *args,
+        *(["--json", str(json_path)] if bench.json else []),
+    ]
+    outcome = Outcome(command=f"python benchmarks/{bench.script} {' '.join(args)}".strip())
+    print(f"\n## {bench.script} {' '.join(args)}", flush=True)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            lines.append(line)
+    outcome.stdout, outcome.ok = "".join(lines), process.returncode == 0
+    if outcome.ok and bench.json and json_path.exists():
+        outcome.figures = json.loads(json_path.read_text())
+    return outcome
+
+
+# --- reading the figures back ------------------------------------------------------------------------
+
+
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every Markdown table in ``text``, as rows keyed by the header's cells."""
+    found: list[list[dict[str, str]]] = []
+    block: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if len(block) > 2:
+            header = block[0]
+            found.append([dict(zip(header, row, strict=False)) for row in block[2:]])
+        block = []
+    return found
+
+
+def ratio(cell: str) -> float:
+    """``"1.20x"`` -> 1.2 (ValueError when the cell is no ratio)."""
+    return float(cell.strip().rstrip("x"))
+
+
+def _or_missing(fn: Callable[[], list[str]]) -> list[str]:
+    """A budget row's cells, or a row saying the figure could not be read (a benchmark changed its
+    output, or did not run): the run's tables below still hold it."""
+    try:
+        return fn()
+    except (AttributeError, KeyError, IndexError, StopIteration, TypeError, ValueError):
+        return ["not found in this run's output (see its tables below)", "", ""]
+
+
+def row(figure: str, budget: str, cells: Callable[[], list[str]]) -> list[str]:
+    """One budget row: figure, ours, baseline / peers, budget, met."""
+    ours, peers, met = _or_missing(cells)
+    return [figure, ours, peers, budget, met]
+
+
+def _verdict(met: bool) -> str:
+    return "yes" if met else "**no**"
+
+
+def dag_parse_rows(result: Any) -> list[list[str]]:
+    def modules() -> list[str]:
+        ours = [m for m in result["modules"] if m["ours"]]
+        peers = [m for m in result["modules"] if m["label"].startswith("peer")]
+        worst = max(m["median"] for m in ours)
+        return [
+            ", ".join(f"{m['label'].split(': ')[-1]} {m['median']:+.1f} ms" for m in ours),
+            ", ".join(f"{m['label'].split(': ')[-1]} {m['median']:+.1f} ms" for m in peers)
+            or "peers not installed: " + ", ".join(result["not_installed"]),
+            _verdict(worst < 15.0),
+        ]
+
+    def dags() -> list[str]:
+        shares = [
+            (d["file"], d["parse"]["share"]["median"], d["parse"]["control"]["median"])
+            for d in result["dags"]
+        ]
+        return [
+            ", ".join(f"{name} {share:+.1f} ms" for name, share, _ in shares),
+            "the same files with EmptyOperators: "
+            + ", ".join(f"{control:.1f} ms" for _, _, control in shares),
+            _verdict(max(share for _, share, _ in shares) < 15.0),
+        ]
+
+    return [
+        row(
+            "DAG parse: import of each operator/sensor module over `import airflow.sdk`",
+            "< +15 ms each",
+            modules,
+        ),
+        row("DAG parse: the provider's share of an example DAG file (DagBag)", "< +15 ms", dags),
+    ]
+
+
+def triggerer_rows(results: Any) -> list[list[str]]:
+    ours: list[dict[str, Any]] = [r for r in results or [] if str(r["variant"]).startswith("ours")]
+    base: list[dict[str, Any]] = [r for r in results or [] if not str(r["variant"]).startswith("ours")]
+
+    def at(waits: int) -> dict[str, Any]:
+        """Our row at ``waits`` (the budget's size), else at the largest size this run measured."""
+        return next((r for r in ours if r["waits"] == waits), None) or max(
+            ours, key=lambda r: int(r["waits"])
+        )
+
+    def base_at(key: str, fmt: str, waits: int) -> str:
+        """The baseline's figure at the largest size up to ``waits`` (``fmt`` holds the unit)."""
+        rows = [r for r in base if r["waits"] <= waits]
+        if not rows:
+            return "not measured"
+        row = max(rows, key=lambda r: int(r["waits"]))
+        return f"{row['variant']}: {fmt.format(row[key])} at {row['waits']} waits"
+
+    def memory() -> list[str]:
+        row = at(1000)
+        return [
+            f"{row['rss_per_wait_kib']:.1f} KiB at {row['waits']} waits",
+            base_at("rss_per_wait_kib", "{:.0f} KiB", 1000),
+            _verdict(row["rss_per_wait_kib"] <= 50),
+        ]
+
+    def lateness() -> list[str]:
+        row = at(2000)
+        return [
+            f"p99 {row['late_p99_s']:.2f} s, p50 {row['late_p50_s']:.3f} s at {row['waits']} waits "
+            f"({row['polls_made_pct']:.0f} % of the polls due were made)",
+            base_at("late_p99_s", "p99 {:.1f} s", 2000),
+            # A loop that fell behind makes fewer polls, each late by less than the ones it skipped.
+            _verdict(row["late_p99_s"] < 1.0 and row["polls_made_pct"] >= 95),
+        ]
+
+    def cpu() -> list[str]:
+        worst = max(ours, key=lambda r: float(r["cpu_per_poll_ms"]))
+        return [
+            f"{worst['cpu_per_poll_ms']:.3f} ms (worst, at {worst['waits']} waits)",
+            base_at("cpu_per_poll_ms", "{:.1f} ms", 1000),
+            _verdict(worst["cpu_per_poll_ms"] <= 0.5),
+        ]
+
+    return [
+        row("Triggerer: resident memory per deferred wait, 1,000 waits", "<= 50 KiB", memory),
+        row(
+            f"Triggerer: poll lateness, 2,000 waits, {INTERVAL} s interval",
+            "p99 < 1 s, >= 95 % of polls made",
+            lateness,
+        ),
+        row("Triggerer: CPU per poll", "<= 0.5 ms", cpu),
+    ]
+
+
+def client_cpu_rows(stdout: str) -> list[list[str]]:
+    def calls() -> list[str]:
+        rows = next(t for t in markdown_tables(stdout) if t and "vs bare session" in t[0])
+        per_variant: dict[str, list[str]] = {}
+        for r in rows:
+            if ratio(r["vs bare session"]) != 1.0 or r["variant"].startswith("ours"):
+                per_variant.setdefault(r["variant"], []).append(f"{r['call']} {r['vs bare session']}")
+        ours = [ratio(r["vs bare session"]) for r in rows if r["variant"].startswith("ours")]
+        others = [
+            f"{variant}: {', '.join(cells)}"
+            for variant, cells in per_variant.items()
+            if not variant.startswith("ours")
+        ]
+        return [
+            "; ".join(
+                ", ".join(cells) for variant, cells in per_variant.items() if variant.startswith("ours")
+            ),
+            "; ".join(others + ([] if any("HttpHook" in o for o in others) else ["HttpHook not installed"])),
+            _verdict(max(ours) <= 1.1),
+        ]
+
+    return [row("Client CPU per call, over a bare `requests.Session` + `json.loads`", "<= 1.1x", calls)]
+
+
+def models_rows(stdout: str) -> list[list[str]]:
+    def templates() -> list[str]:
+        rows = next(t for t in markdown_tables(stdout) if t and "ours / json" in t[0])
+        row = next(r for r in rows if r["answer"].startswith("list_templates"))
+        value = ratio(row["ours / json"])
+        return [f"{value:.2f}x", f"`json.loads`: {row['json us']} us", _verdict(value <= 4.0)]
+
+    return [row("Models: parsing full templates from bytes, over `json.loads`", "<= 4x", templates)]
+
+
+def demo_rows(result: Any) -> list[list[str]]:
+    def split() -> list[str]:
+        total = result["steps"][-1]
+        control = f"control (EmptyOperators): {total['control']['median']:.1f} s"
+        if total["ours"] is None:
+            return ["not measured (the smoke runs only the control)", control, ""]
+        floor = (result["explained"] or {}).get("floor_s")
+        return [
+            f"{total['ours']['median']:.1f} s, of which the provider's share "
+            f"{total['share']['median']:+.1f} s (floor: the simulated runs, {floor:.0f} s)",
+            control,
+            "",
+        ]
+
+    return [row("`make demo` wall time", "none: explained", split)]
+
+
+def growth(results: Any) -> str:
+    """How the triggerer's costs grow with the number of waits (our rows), with a linear fit of memory."""
+    ours = sorted(
+        (r for r in results or [] if str(r["variant"]).startswith("ours")), key=lambda r: r["waits"]
+    )
+    if not ours:
+        return "Not measured in this run."
+    rows = [
+        [
+            str(r["waits"]),
+            f"{r['rss_per_wait_kib']:.1f}",
+            f"{r['rss_per_wait_kib'] * r['waits'] / 1024:.1f}",
+            f"{r['sockets_per_wait']:.2f}",
+            f"{r['cpu_per_poll_ms']:.3f}",
+            f"{r['polls_made_pct']:.0f} %",
+            f"{r['late_p50_s']:.3f}",
+            f"{r['late_p99_s']:.3f}",
+        ]
+        for r in ours
+    ]
+    from benchmarks.common import table
+
+    text = table(
+        rows,
+        [
+            "waits",
+            "RSS KiB/wait",
+            "RSS MiB in all",
+            "sockets/wait",
+            "CPU ms/poll",
+            "polls made (of due)",
+            "late p50 s",
+            "late p99 s",
+        ],
+    )
+    if len(ours) >= 2:
+        xs = [float(r["waits"]) for r in ours]
+        ys = [r["rss_per_wait_kib"] * r["waits"] for r in ours]
+        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+            (x - mean_x) ** 2 for x in xs
+        )
+        text += (
+            f"\n\nA least-squares line through the memory totals: {slope:.1f} KiB for each further wait, "
+            f"{mean_y - slope * mean_x:+.0f} KiB fixed."
+        )
+    return text
+
+
+#: Each benchmark's budget rows, read from its --json figures or else from its printed tables.
+BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
+    ("dag_parse.py", dag_parse_rows),
+    ("triggerer_scale.py", triggerer_rows),
+    ("client_cpu.py", client_cpu_rows),
+    ("models_parse.py", models_rows),
+    ("demo_split.py", demo_rows),
+]
+
+
+def budget_table(outcomes: dict[str, Outcome]) -> str:
+    from benchmarks.common import table
+
+    rows = []
+    for script, rows_of in BUDGET_ROWS:
+        outcome = outcomes.get(script)
+        for cells in rows_of(None if outcome is None else outcome.figures or outcome.stdout):
+            if outcome is None:
+                cells[1:3], cells[4] = ["not run", ""], ""
+            elif not outcome.ok:
+                cells[1:3], cells[4] = ["**crashed**", ""], ""
+            rows.append([*cells, f"`{outcome.command}`" if outcome else ""])
+    return table(rows, ["figure", "ours", "baseline / peers", "budget", "met", "command"])
+
+
+def generated(outcomes: dict[str, Outcome], smoke: bool) -> str:
+    airflow = subprocess.run(
+        [sys.executable, "-c", "import importlib.metadata as m; print(m.version('apache-airflow'))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"One `make bench` run{' (SMOKE sizes: the figures mean nothing)' if smoke else ''}, {when}: "
+        f"{os.cpu_count()} CPU(s), Python {platform.python_version()}, Airflow {airflow}.",
+        "",
+        "### Budgets",
+        "",
+        budget_table(outcomes),
+        "",
+        "### How the triggerer's cost grows with the number of waits",
+        "",
+        growth(outcomes["triggerer_scale.py"].figures if "triggerer_scale.py" in outcomes else None),
+    ]
+    for outcome in outcomes.values():
+        parts += ["", f"### `{outcome.command}`", ""]
+        parts.append(outcome.stdout.strip() if outcome.ok else "**crashed** (see the run's output)")
+    return "\n".join(parts)
+
+
+def write_docs(path: Path, text: str) -> None:
+    """Replace what lies between the markers of ``path`` (docs/performance.md) with ``text``."""
+    doc = DOCS.read_text() if not path.exists() else path.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(doc):
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
+    path.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", doc))
 
 
 def main() -> int:
@@ -31,17 +385,29 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--smoke", action="store_true", help="each benchmark tiny: checks they still run")
+    parser.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these benchmarks")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        help="write the tables here (default: docs/performance.md "
+        "after a full run of every benchmark; nowhere after a smoke or partial run)",
+    )
     args = parser.parse_args()
-    failed = []
-    for script, full, smoke in BENCHMARKS:
-        command = [sys.executable, str(HERE / script), *(smoke if args.smoke else full)]
-        print(f"\n## {script} {' '.join(command[2:])}", flush=True)
-        if subprocess.run(command, check=False).returncode != 0:
-            failed.append(script)
+    chosen = [b for b in BENCHMARKS if not args.only or b.script in args.only]
+    outcomes: dict[str, Outcome] = {}
+    with tempfile.TemporaryDirectory(prefix="loadtest-bench-") as scratch:
+        for bench in chosen:
+            outcomes[bench.script] = run(bench, bench.smoke if args.smoke else bench.full, Path(scratch))
+    failed = [script for script, outcome in outcomes.items() if not outcome.ok]
+    docs = args.docs or (DOCS if not args.smoke and not args.only else None)
+    if docs is not None:
+        write_docs(docs, generated(outcomes, args.smoke))
+        print(f"\nwrote the tables into {docs}")
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))
     sys.exit(main())

@@ -7,7 +7,9 @@ path is validated here and nowhere else.
 
 from __future__ import annotations
 
+import gc
 import json
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -15,12 +17,13 @@ from functools import cache
 from typing import Any, BinaryIO, Generic, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
-from pydantic import TypeAdapter
+from pydantic import StrictFloat, TypeAdapter, ValidationError
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.validation import validate_file_name, validate_path_id
 from airflow_provider_loadtest.models import (
     AnyReportTemplate,
+    ApiModel,
     BenchReport,
     BenchResult,
     DesignProject,
@@ -29,17 +32,24 @@ from airflow_provider_loadtest.models import (
     MetricType,
     PrintReportTask,
     Progress,
+    ReportTemplateListAdapter,
     SampleType,
     Scenario,
     SummaryReportItem,
     TaskStatusEnvelope,
+    TemplateRef,
+    TemplateRefListAdapter,
     ThresholdAlarm,
+    ThresholdAlarmListAdapter,
     ThresholdAlarmReportItem,
     Workspace,
     parse_template_list,
+    parse_template_refs,
 )
+from airflow_provider_loadtest.models.base import ApiAdapter, HeldWarnings, describe_errors
 
 T = TypeVar("T")
+M = TypeVar("M", bound=ApiModel)
 AnswerKind = Literal["json", "text", "bytes", "none"]
 
 
@@ -71,6 +81,10 @@ class ApiRequest(Generic[T]):
     #: Epoch seconds past which no retry is sent and no back-off waits (the watch deadline); set by
     #: ``decisions.watch`` with ``dataclasses.replace``. ``None``: only the connection's bounds apply.
     deadline: float | None = None
+    #: The fast way to read the answer: straight from its bytes into ``T`` (no ``json.loads`` first).
+    #: It must give what ``parse`` gives for the same answer, or raise: then ``parse`` of the decoded
+    #: JSON decides (the tolerant reading, or the error that says what is wrong).
+    parse_json: Callable[[bytes], T] | None = None
 
     def may_resend(self, *, never_opened: bool) -> bool:
         """Whether a failed try may be sent again: always for safe calls, and for costly ones only
@@ -198,6 +212,22 @@ def decode_answer(
             "the service answered with an empty body. Results recorded before service version 17.0.0 "
             "answer empty until their data has been updated.",
         )
+    if len(body) < COLLECTOR_PAUSE_MIN_BYTES:
+        return _decode_json(request, status, content_type, body, secret)
+    with _COLLECTOR_PAUSE:
+        return _decode_json(request, status, content_type, body, secret)
+
+
+def _decode_json(
+    request: ApiRequest[T], status: int, content_type: str | None, body: bytes, secret: str | None
+) -> T:
+    """A JSON answer as ``T``: straight from the bytes when the call can, else (or when that refuses
+    the answer) decoded first and read by ``parse``, whose errors say what is wrong."""
+    if request.parse_json is not None:
+        try:
+            return request.parse_json(body)
+        except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+            pass  # refused: the reading below tolerates what it can, or says what is wrong
     try:
         document = json.loads(body)
     except RecursionError:
@@ -213,18 +243,62 @@ def decode_answer(
     except RecursionError:
         raise request.error(status, "the answer is JSON nested too deeply to read") from None
     except ValueError as exc:  # pydantic's ValidationError is one
+        problems = describe_errors(exc) if isinstance(exc, ValidationError) else str(exc)
         raise request.error(
-            status, f"the answer does not have the expected shape: {trim_service_text(str(exc), secret)}"
+            status, f"the answer does not have the expected shape: {trim_service_text(problems, secret)}"
         ) from None
 
 
+#: Answers at least this large are read with the garbage collector paused (see ``_CollectorPause``).
+COLLECTOR_PAUSE_MIN_BYTES = 64 * 2**10
+
+
+class _CollectorPause:
+    """Pauses Python's cyclic garbage collector while a large answer becomes models.
+
+    Reading 1,000 report templates makes hundreds of thousands of container objects, all of which
+    survive. The collector, started by allocation counts, traverses them again and again while they
+    are being built (and, in its full collections, every other object of the process): more than half
+    the time of the reading. Paused, it runs once when the reading ends, over the new objects once
+    (``benchmarks/models_parse.py`` counts that pass in the reading's time). The pause is bounded by
+    one answer's reading (answers are bounded by ``MAX_ANSWER_BYTES``) and the objects it makes hold
+    no garbage cycles. Overlapping pauses (threads) are counted: the last one ending turns the
+    collector back on, and only if it was on when the first began.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._was_enabled = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._was_enabled:
+                gc.enable()
+
+
+_COLLECTOR_PAUSE = _CollectorPause()
+
+
 @cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
+def _adapter(kind: Any) -> ApiAdapter[Any]:
+    return ApiAdapter(kind)
 
 
 def _parse_list(kind: Any) -> Callable[[Any], Any]:
     return lambda document: _adapter(list[kind]).validate_python(document)
+
+
+def _parse_list_json(kind: Any) -> Callable[[bytes], Any]:
+    return lambda body: _adapter(list[kind]).read_json(body)
 
 
 # --- runtime ------------------------------------------------------------------------------------
@@ -257,6 +331,7 @@ def run_scenario(
         params=params,
         json_body={"map": {str(k): str(v) for k, v in properties.items()}} if properties else None,
         parse=BenchReport.from_api,
+        parse_json=BenchReport.model_validate_json,
         retry=RetrySafety.ONLY_IF_NOT_SENT,
     )
 
@@ -268,6 +343,7 @@ def get_bench_result(bench_result_id: str) -> ApiRequest[BenchResult]:
         method="GET",
         path=f"/runtime/bench-results/{_segment('bench_result_id', bench_result_id)}",
         parse=BenchResult.from_api,
+        parse_json=BenchResult.read_json,
     )
 
 
@@ -278,6 +354,7 @@ def get_progress(bench_result_id: str) -> ApiRequest[Progress]:
         method="GET",
         path=f"/runtime/bench-results/progress/{_segment('bench_result_id', bench_result_id)}",
         parse=Progress.from_api,
+        parse_json=Progress.read_json,
     )
 
 
@@ -298,32 +375,33 @@ def stop_run(bench_result_id: str) -> ApiRequest[BenchResult | None]:
 
 def _optional_bench_result(body: bytes) -> BenchResult | None:
     try:
-        document = json.loads(body)
-        return BenchResult.from_api(document) if isinstance(document, dict) else None
-    except (ValueError, RecursionError):  # not JSON, or not a BenchResult: the stop was accepted all the same
+        return BenchResult.read_json(body)
+    except ValueError:  # not JSON, or not a BenchResult: the stop was accepted all the same
         return None
 
 
 def _read_one(
-    what: str, collection: str, parameter: str, value: str, parse: Callable[[Any], T]
-) -> ApiRequest[T]:
-    """``GET {collection}/{id}``: one document of the service, read by its id."""
+    what: str, collection: str, parameter: str, value: str, model: type[M], *, written_back: bool = False
+) -> ApiRequest[M]:
+    """``GET {collection}/{id}``: one document of the service, read by its id. A document that may be
+    ``written_back`` remembers its input for an exact ``to_api``; one only read costs less."""
     return ApiRequest(
         operation=f"Read {what} {value!r}",
         method="GET",
         path=f"{collection}/{_segment(parameter, value)}",
-        parse=parse,
+        parse=model.from_api,
+        parse_json=model.model_validate_json if written_back else model.read_json,
     )
 
 
 def get_scenario(scenario_id: str) -> ApiRequest[Scenario]:
     """``GET /runtime/scenarios/{id}``: the scenario, whose ``projectId`` leads to its workspace."""
-    return _read_one("scenario", "/runtime/scenarios", "scenario_id", scenario_id, Scenario.from_api)
+    return _read_one("scenario", "/runtime/scenarios", "scenario_id", scenario_id, Scenario)
 
 
 def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
     """``GET /design/projects/{id}``: a design project, which names its ``workspaceId``."""
-    return _read_one("design project", "/design/projects", "project_id", project_id, DesignProject.from_api)
+    return _read_one("design project", "/design/projects", "project_id", project_id, DesignProject)
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -332,17 +410,45 @@ def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
 def list_templates(workspace_id: str) -> ApiRequest[list[AnyReportTemplate]]:
     """``GET /analysis/bench-report-templates/by-workspace/{workspaceId}``; a template that does not
     match the models is kept as an opaque one (id and name), never failing the whole list."""
+    return _templates_of(workspace_id, parse_template_list, _template_list_json)
+
+
+def list_template_refs(workspace_id: str) -> ApiRequest[list[TemplateRef]]:
+    """The same call as :func:`list_templates`, reading only each template's id and name: all that
+    choosing one needs (the rest of each template is skipped, never built)."""
+    return _templates_of(workspace_id, parse_template_refs, _template_refs_json)
+
+
+def _templates_of(
+    workspace_id: str, parse: Callable[[Any], T], parse_json: Callable[[bytes], T]
+) -> ApiRequest[T]:
     return ApiRequest(
         operation="List the report templates of workspace " + repr(workspace_id),
         method="GET",
         path=f"/analysis/bench-report-templates/by-workspace/{_segment('workspace_id', workspace_id)}",
-        parse=parse_template_list,
+        parse=parse,
+        parse_json=parse_json,
     )
+
+
+def _template_refs_json(body: bytes) -> list[TemplateRef]:
+    refs: list[TemplateRef] = TemplateRefListAdapter.validator.validate_json(body)
+    return refs
+
+
+def _template_list_json(body: bytes) -> list[AnyReportTemplate]:
+    # Every template matching the models, in one pass over the bytes; else (one does not match, or
+    # the answer is not a list of objects) parse_template_list reads them one by one, and says once
+    # what it meets.
+    with HeldWarnings():
+        return list(ReportTemplateListAdapter.validate_json(body))
 
 
 def get_bench_report(report_id: str) -> ApiRequest[BenchReport]:
     """``GET /analysis/bench-reports/{id}``: a report, whose first ``benchResultIds`` entry is its run."""
-    return _read_one("report", "/analysis/bench-reports", "report_id", report_id, BenchReport.from_api)
+    return _read_one(
+        "report", "/analysis/bench-reports", "report_id", report_id, BenchReport, written_back=True
+    )
 
 
 def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
@@ -351,7 +457,11 @@ def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
         operation="Read the global metrics of run " + repr(bench_result_id),
         method="GET",
         path=f"/analysis/metrics/global/{_segment('bench_result_id', bench_result_id)}",
-        parse=lambda document: GlobalMetrics.from_api(document or {"metrics": []}),
+        # An object is read as it is (``{}``: no metrics); an empty body, ``null`` or ``[]``: no metrics.
+        parse=lambda document: GlobalMetrics.from_api(
+            document if isinstance(document, dict) else document or {"metrics": []}
+        ),
+        parse_json=GlobalMetrics.read_json,
         empty_answer_note="no metrics yet",
     )
 
@@ -382,7 +492,8 @@ def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm
         method="POST",
         path="/analysis/threshold-alarms",
         json_body=item.to_api(),
-        parse=lambda document: _parse_list(ThresholdAlarm)(document or []),
+        parse=lambda document: ThresholdAlarmListAdapter.validate_python(document or []),
+        parse_json=ThresholdAlarmListAdapter.read_json,
         empty_answer_note="no alarms",
     )
 
@@ -405,8 +516,19 @@ def summary_metric_values(
         path="/analysis/metrics/summary",
         json_body=item.to_api(),
         parse=_summary_values,
+        parse_json=_summary_values_json,
         empty_answer_note="no values yet",
     )
+
+
+#: Summary values when they are all numbers or nulls (strict: ``true`` or ``"1"`` is refused, and
+#: ``_summary_values`` then reads it as missing); an integer becomes a float, as there.
+_SUMMARY_VALUES: TypeAdapter[list[float | None]] = TypeAdapter(list[StrictFloat | None])
+
+
+def _summary_values_json(body: bytes) -> list[float | None]:
+    values: list[float | None] = _SUMMARY_VALUES.validator.validate_json(body)
+    return values
 
 
 def _summary_values(document: Any) -> list[float | None]:
@@ -510,8 +632,22 @@ def get_print_task_result(task_id: str) -> ApiRequest[TaskStatusEnvelope]:
         method="GET",
         path=f"/tasks/{_segment('task_id', task_id)}/result",
         parse=TaskStatusEnvelope.from_poll_body,
+        parse_json=_task_envelope_json,
         empty_answer_note="still pending (older servers)",
     )
+
+
+def _task_envelope_json(body: bytes) -> TaskStatusEnvelope:
+    # The 17.1.0+ envelope (it has a ``status``) straight from the bytes; any other shape (an older
+    # server's bare task result, ``{}``) is left to ``from_poll_body``.
+    envelope = TaskStatusEnvelope.read_json(body)
+    if "status" not in envelope.model_fields_set:
+        raise _NotThisShape  # never shown: decode_answer then reads it with from_poll_body
+    return envelope
+
+
+class _NotThisShape(ValueError):
+    """A fast reading (``parse_json``) does not apply to this answer; ``parse`` reads it instead."""
 
 
 # --- account ------------------------------------------------------------------------------------
@@ -524,4 +660,5 @@ def member_workspaces() -> ApiRequest[list[Workspace]]:
         method="GET",
         path="/workspaces/member-of",
         parse=_parse_list(Workspace),
+        parse_json=_parse_list_json(Workspace),
     )

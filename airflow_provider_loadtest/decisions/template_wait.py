@@ -18,7 +18,7 @@ from airflow_provider_loadtest.decisions.templates import choose_template, descr
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 
 if TYPE_CHECKING:
-    from airflow_provider_loadtest.models import AnyReportTemplate
+    from airflow_provider_loadtest.models import TemplateRef
 
 
 class TemplateWaitTimeout(TemplateNotFoundError):
@@ -33,7 +33,7 @@ def wait_for_template(
     interval_s: float,
     deadline: float,
     now: Callable[[], float] = time.time,
-) -> Generator[Any, Any, AnyReportTemplate]:
+) -> Generator[Any, Any, TemplateRef]:
     """Return the template once ``choose_template`` finds it; raise ``TemplateWaitTimeout`` at ``deadline``.
 
     ``deadline`` is wall-clock epoch seconds: the wait may move between processes (a triggerer restart
@@ -43,7 +43,8 @@ def wait_for_template(
     if interval_s <= 0:
         raise ValueError("interval_s must be positive")
     while True:
-        templates: list[AnyReportTemplate] = yield endpoints.list_templates(workspace_id)
+        # Ids and names only: all the choice reads (full templates cost thousands of objects each).
+        templates: list[TemplateRef] = yield endpoints.list_template_refs(workspace_id)
         found = choose_template(templates, workspace_id=workspace_id, name=name, template_id=template_id)
         if found is not None:
             yield Log(f"Found report template {found.name!r} (id {found.id}) in workspace {workspace_id!r}")

@@ -6,21 +6,31 @@ Shared by the hook, the operator and the sensor so "which template did you mean"
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from airflow_provider_loadtest.api.errors import AmbiguousTemplateError, TemplateNotFoundError
 
-if TYPE_CHECKING:
-    from airflow_provider_loadtest.models import AnyReportTemplate
+
+class NamedTemplate(Protocol):
+    """What choosing a template reads of it: a full template, an opaque one, or a ``TemplateRef``."""
+
+    @property
+    def id(self) -> str | None: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+
+TemplateT = TypeVar("TemplateT", bound=NamedTemplate)
 
 
 def choose_template(
-    templates: Sequence[AnyReportTemplate],
+    templates: Sequence[TemplateT],
     *,
     workspace_id: str,
     name: str | None = None,
     template_id: str | None = None,
-) -> AnyReportTemplate | None:
+) -> TemplateT | None:
     """Return the template with ``template_id``, or the one named ``name``; ``None`` if none matches.
 
     A name matches exactly first, then ignoring case (``"nightly sla"`` finds ``"Nightly SLA"``). Two
@@ -48,7 +58,7 @@ def choose_template(
 
 
 def describe_missing(
-    templates: Sequence[AnyReportTemplate],
+    templates: Sequence[NamedTemplate],
     *,
     workspace_id: str,
     name: str | None = None,
@@ -63,12 +73,12 @@ def describe_missing(
 
 
 def require_template(
-    templates: Sequence[AnyReportTemplate],
+    templates: Sequence[TemplateT],
     *,
     workspace_id: str,
     name: str | None = None,
     template_id: str | None = None,
-) -> AnyReportTemplate:
+) -> TemplateT:
     """``choose_template``, raising ``TemplateNotFoundError`` (with the names that exist) on no match."""
     found = choose_template(templates, workspace_id=workspace_id, name=name, template_id=template_id)
     if found is None:

@@ -75,7 +75,10 @@ from .report import (
     ReportDefinition,
     ReportTemplate,
     ReportTemplateListAdapter,
+    TemplateRef,
+    TemplateRefListAdapter,
     parse_template_list,
+    parse_template_refs,
 )
 from .results import (
     BenchResult,
@@ -195,6 +198,8 @@ __all__ = [
     "TaskResultAdapter",
     "TaskStatus",
     "TaskStatusEnvelope",
+    "TemplateRef",
+    "TemplateRefListAdapter",
     "TextReportItem",
     "TextualMonitorReportItem",
     "ThresholdAlarm",
@@ -226,5 +231,6 @@ __all__ = [
     "Workspace",
     "WorkspaceListAdapter",
     "parse_template_list",
+    "parse_template_refs",
     "require_known_values",
 ]

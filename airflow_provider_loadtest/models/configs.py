@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, ApiModel, Int, Number, TypedModel, UnknownModel, type_discriminator
+from .base import (
+    KNOWN_TAG,
+    TYPE_KEY,
+    UNKNOWN_TAG,
+    ApiAdapter,
+    ApiModel,
+    Int,
+    Number,
+    TypedModel,
+    UnknownModel,
+    variant_tags,
+)
 from .enums import Open, PageFormat
 from .selectors import TrendSelector
 
@@ -115,27 +126,21 @@ class UnknownReportConfig(UnknownModel):
 
 
 BenchReportConfig: TypeAlias = Annotated[
-    Annotated[TrendReportConfig, Tag("TrendReportConfig")]
-    | Annotated[TimeRangeReportConfig, Tag("TimeRangeReportConfig")]
-    | Annotated[ApdexReportConfig, Tag("ApdexReportConfig")]
-    | Annotated[SingleColorReportConfig, Tag("SingleColorReportConfig")]
-    | Annotated[ExportReportConfig, Tag("ExportReportConfig")]
-    | Annotated[ComparisonReportConfig, Tag("ComparisonReportConfig")]
-    | Annotated[ColorsReportConfig, Tag("ColorsReportConfig")]
-    | Annotated[GraphReportConfig, Tag("GraphReportConfig")]
+    Annotated[
+        TrendReportConfig
+        | TimeRangeReportConfig
+        | ApdexReportConfig
+        | SingleColorReportConfig
+        | ExportReportConfig
+        | ComparisonReportConfig
+        | ColorsReportConfig
+        | GraphReportConfig,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownReportConfig, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        type_discriminator(
-            TrendReportConfig,
-            TimeRangeReportConfig,
-            ApdexReportConfig,
-            SingleColorReportConfig,
-            ExportReportConfig,
-            ComparisonReportConfig,
-            ColorsReportConfig,
-            GraphReportConfig,
-        )
-    ),
+    Field(union_mode="left_to_right"),
 ]
+UnknownReportConfig.known_types = variant_tags(BenchReportConfig)
 
-BenchReportConfigAdapter: TypeAdapter[BenchReportConfig] = TypeAdapter(BenchReportConfig)
+BenchReportConfigAdapter: ApiAdapter[BenchReportConfig] = ApiAdapter(BenchReportConfig)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, TypedModel, UnknownModel, type_discriminator
+from .base import KNOWN_TAG, TYPE_KEY, UNKNOWN_TAG, ApiAdapter, TypedModel, UnknownModel, variant_tags
 
 __all__ = ["MultiTermFilter", "QueryFilter", "QueryFilterAdapter", "SingleTermFilter", "UnknownQueryFilter"]
 
@@ -34,10 +34,14 @@ class UnknownQueryFilter(UnknownModel):
 
 
 QueryFilter: TypeAlias = Annotated[
-    Annotated[SingleTermFilter, Tag("SingleTermFilter")]
-    | Annotated[MultiTermFilter, Tag("MultiTermFilter")]
+    Annotated[
+        SingleTermFilter | MultiTermFilter,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownQueryFilter, Tag(UNKNOWN_TAG)],
-    Discriminator(type_discriminator(SingleTermFilter, MultiTermFilter)),
+    Field(union_mode="left_to_right"),
 ]
+UnknownQueryFilter.known_types = variant_tags(QueryFilter)
 
-QueryFilterAdapter: TypeAdapter[QueryFilter] = TypeAdapter(QueryFilter)
+QueryFilterAdapter: ApiAdapter[QueryFilter] = ApiAdapter(QueryFilter)

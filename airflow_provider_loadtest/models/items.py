@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, Int, Number, TypedModel, UnknownModel, type_discriminator
+from .base import (
+    KNOWN_TAG,
+    TYPE_KEY,
+    UNKNOWN_TAG,
+    ApiAdapter,
+    Int,
+    Number,
+    TypedModel,
+    UnknownModel,
+    variant_tags,
+)
 from .enums import ChartMode, ComputeType, MonitorType, Open, RangeType, ReferenceType, SampleType
 from .filters import QueryFilter
 from .metric import Metric
@@ -226,53 +236,34 @@ class UnknownReportItem(UnknownModel):
 
 
 ReportItem: TypeAlias = Annotated[
-    Annotated[MonitorsTableReportItem, Tag("MonitorsTableReportItem")]
-    | Annotated[StatisticTreeReportItem, Tag("StatisticTreeReportItem")]
-    | Annotated[LoadGeneratorsChartReportItem, Tag("LoadGeneratorsChartReportItem")]
-    | Annotated[TrendConfigReportItem, Tag("TrendConfigReportItem")]
-    | Annotated[PieChartReportItem, Tag("PieChartReportItem")]
-    | Annotated[TopReportItem, Tag("TopReportItem")]
-    | Annotated[TextReportItem, Tag("TextReportItem")]
-    | Annotated[ThresholdAlarmReportItem, Tag("ThresholdAlarmReportItem")]
-    | Annotated[LoadGeneratorsTreeReportItem, Tag("LoadGeneratorsTreeReportItem")]
-    | Annotated[SynopsisReportItem, Tag("SynopsisReportItem")]
-    | Annotated[StatisticTableReportItem, Tag("StatisticTableReportItem")]
-    | Annotated[StackedChartReportItem, Tag("StackedChartReportItem")]
-    | Annotated[LineChartReportItem, Tag("LineChartReportItem")]
-    | Annotated[InsightsReportItem, Tag("InsightsReportItem")]
-    | Annotated[PercentilesChartReportItem, Tag("PercentilesChartReportItem")]
-    | Annotated[AreaRangeChartReportItem, Tag("AreaRangeChartReportItem")]
-    | Annotated[SummaryReportItem, Tag("SummaryReportItem")]
-    | Annotated[ErrorsReportItem, Tag("ErrorsReportItem")]
-    | Annotated[BarChartReportItem, Tag("BarChartReportItem")]
-    | Annotated[TextualMonitorReportItem, Tag("TextualMonitorReportItem")]
-    | Annotated[MonitoringAlarmsReportItem, Tag("MonitoringAlarmsReportItem")]
+    Annotated[
+        MonitorsTableReportItem
+        | StatisticTreeReportItem
+        | LoadGeneratorsChartReportItem
+        | TrendConfigReportItem
+        | PieChartReportItem
+        | TopReportItem
+        | TextReportItem
+        | ThresholdAlarmReportItem
+        | LoadGeneratorsTreeReportItem
+        | SynopsisReportItem
+        | StatisticTableReportItem
+        | StackedChartReportItem
+        | LineChartReportItem
+        | InsightsReportItem
+        | PercentilesChartReportItem
+        | AreaRangeChartReportItem
+        | SummaryReportItem
+        | ErrorsReportItem
+        | BarChartReportItem
+        | TextualMonitorReportItem
+        | MonitoringAlarmsReportItem,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownReportItem, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        type_discriminator(
-            MonitorsTableReportItem,
-            StatisticTreeReportItem,
-            LoadGeneratorsChartReportItem,
-            TrendConfigReportItem,
-            PieChartReportItem,
-            TopReportItem,
-            TextReportItem,
-            ThresholdAlarmReportItem,
-            LoadGeneratorsTreeReportItem,
-            SynopsisReportItem,
-            StatisticTableReportItem,
-            StackedChartReportItem,
-            LineChartReportItem,
-            InsightsReportItem,
-            PercentilesChartReportItem,
-            AreaRangeChartReportItem,
-            SummaryReportItem,
-            ErrorsReportItem,
-            BarChartReportItem,
-            TextualMonitorReportItem,
-            MonitoringAlarmsReportItem,
-        )
-    ),
+    Field(union_mode="left_to_right"),
 ]
+UnknownReportItem.known_types = variant_tags(ReportItem)
 
-ReportItemAdapter: TypeAdapter[ReportItem] = TypeAdapter(ReportItem)
+ReportItemAdapter: ApiAdapter[ReportItem] = ApiAdapter(ReportItem)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any, TypeAlias
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .base import ApiModel, Int
+from .base import ApiAdapter, ApiModel, Int, describe_errors, remember_input
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -18,7 +19,10 @@ __all__ = [
     "ReportDefinition",
     "ReportTemplate",
     "ReportTemplateListAdapter",
+    "TemplateRef",
+    "TemplateRefListAdapter",
     "parse_template_list",
+    "parse_template_refs",
 ]
 
 logger = logging.getLogger("airflow_provider_loadtest.models")
@@ -42,7 +46,7 @@ ReportTemplate: TypeAlias = ReportDefinition
 
 #: Parses a list of templates that all match the models (see :func:`parse_template_list` for the
 #: tolerant reading of a workspace's list).
-ReportTemplateListAdapter: TypeAdapter[list[ReportDefinition]] = TypeAdapter(list[ReportDefinition])
+ReportTemplateListAdapter: ApiAdapter[list[ReportDefinition]] = ApiAdapter(list[ReportDefinition])
 
 
 class OpaqueReportTemplate(ApiModel):
@@ -65,12 +69,8 @@ def parse_template_list(document: Any) -> list[AnyReportTemplate]:
     logged, naming its id and what did not match, and kept as an :class:`OpaqueReportTemplate`.
     The answer itself must be a list of objects.
     """
-    if not isinstance(document, list):
-        raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
     templates: list[AnyReportTemplate] = []
-    for position, raw in enumerate(document):
-        if not isinstance(raw, dict):
-            raise ValueError(f"report template #{position} is not an object: {raw!r:.80}")
+    for position, raw in _template_objects(document):
         try:
             templates.append(ReportDefinition.from_api(raw))
         except ValidationError as exc:
@@ -78,26 +78,72 @@ def parse_template_list(document: Any) -> list[AnyReportTemplate]:
     return templates
 
 
+def _template_objects(document: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The templates of a list answer, each with its position; the answer must be a list of objects."""
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
+    for position, raw in enumerate(document):
+        if not isinstance(raw, dict):
+            raise ValueError(f"report template #{position} is not an object: {raw!r:.80}")
+        yield position, raw
+
+
 def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueReportTemplate:
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or '(document)'}: {error['msg']}"
-        for error in exc.errors()[:3]
-    )
-    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
     logger.warning(
-        "Report template id %r (#%d in the list) does not match this version's models: %s%s. "
+        "Report template id %r (#%d in the list) does not match this version's models: %s. "
         "Kept as an opaque template: it can still be chosen by id or name.",
         raw.get("id"),
         position,
-        problems,
-        more,
+        describe_errors(exc),
     )
     known = {key: raw[key] for key in ("id", "name") if isinstance(raw.get(key), str)}
     template = OpaqueReportTemplate.model_validate(known)
     for key, value in raw.items():
         if key not in known:
             setattr(template, key, value)  # extra="allow": kept and written back as received
+    remember_input(template, raw)  # written back in the order it came
     return template
+
+
+class TemplateRef(BaseModel):
+    """A report template as far as choosing one goes: its ``id`` and ``name``, nothing else read.
+
+    Choosing a template by id or name is all the sensor, the operator and the deferred wait do with a
+    workspace's list, and full templates cost thousands of objects each: here the rest of every
+    template is skipped while the bytes are read, never built. Not written back (no ``to_api``).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    name: str | None = None
+
+
+#: Reads a workspace's template list as :class:`TemplateRef` s (see :func:`parse_template_refs`).
+TemplateRefListAdapter: TypeAdapter[list[TemplateRef]] = TypeAdapter(list[TemplateRef])
+
+
+def parse_template_refs(document: Any) -> list[TemplateRef]:
+    """The ids and names of a workspace's template list (the tolerant reading, one template at a time).
+
+    An id or name that is not a string is logged and read as missing: that template cannot be chosen
+    by it, and the others still can. The answer itself must be a list of objects.
+    """
+    refs = []
+    for position, raw in _template_objects(document):
+        fields = {key: raw.get(key) for key in ("id", "name")}
+        odd = {
+            key: value for key, value in fields.items() if value is not None and not isinstance(value, str)
+        }
+        if odd:
+            logger.warning(
+                "Report template #%d in the list has a %s that is not a string (%s): read as missing.",
+                position,
+                " and ".join(odd),
+                ", ".join(f"{value!r:.40}" for value in odd.values()),
+            )
+        refs.append(TemplateRef(**{key: None if key in odd else value for key, value in fields.items()}))
+    return refs
 
 
 class BenchReport(ReportDefinition):

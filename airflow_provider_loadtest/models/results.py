@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from .base import ApiModel, Number
+from .base import ApiAdapter, ApiModel, Number
 from .enums import AlarmSeverity, BenchResultState, Open
 
 __all__ = [
@@ -98,4 +96,4 @@ class ThresholdAlarm(ApiModel):
 
 
 #: Parses the answer of ``POST /analysis/threshold-alarms`` (a JSON list of alarms).
-ThresholdAlarmListAdapter: TypeAdapter[list[ThresholdAlarm]] = TypeAdapter(list[ThresholdAlarm])
+ThresholdAlarmListAdapter: ApiAdapter[list[ThresholdAlarm]] = ApiAdapter(list[ThresholdAlarm])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, TypedModel, UnknownModel, type_discriminator
+from .base import KNOWN_TAG, TYPE_KEY, UNKNOWN_TAG, ApiAdapter, TypedModel, UnknownModel, variant_tags
 from .enums import NameMatchType, Open
 from .interval import Interval
 
@@ -61,19 +61,17 @@ class UnknownTrendSelector(UnknownModel):
 
 
 TrendSelector: TypeAlias = Annotated[
-    Annotated[TrendReportCreationDateSelector, Tag("TrendReportCreationDateSelector")]
-    | Annotated[TrendReportUserDefinedSelector, Tag("TrendReportUserDefinedSelector")]
-    | Annotated[TrendReportNameSelector, Tag("TrendReportNameSelector")]
-    | Annotated[TrendReportTagsSelector, Tag("TrendReportTagsSelector")]
+    Annotated[
+        TrendReportCreationDateSelector
+        | TrendReportUserDefinedSelector
+        | TrendReportNameSelector
+        | TrendReportTagsSelector,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownTrendSelector, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        type_discriminator(
-            TrendReportCreationDateSelector,
-            TrendReportUserDefinedSelector,
-            TrendReportNameSelector,
-            TrendReportTagsSelector,
-        )
-    ),
+    Field(union_mode="left_to_right"),
 ]
+UnknownTrendSelector.known_types = variant_tags(TrendSelector)
 
-TrendSelectorAdapter: TypeAdapter[TrendSelector] = TypeAdapter(TrendSelector)
+TrendSelectorAdapter: ApiAdapter[TrendSelector] = ApiAdapter(TrendSelector)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, TypedModel, UnknownModel, type_discriminator
+from .base import KNOWN_TAG, TYPE_KEY, UNKNOWN_TAG, ApiAdapter, TypedModel, UnknownModel, variant_tags
 from .interval import Interval, TimeRange
 
 __all__ = [
@@ -95,25 +95,20 @@ class UnknownUiSetting(UnknownModel):
 
 
 UiSetting: TypeAlias = Annotated[
-    Annotated[TableUiSortSettings, Tag("TableUiSortSettings")]
-    | Annotated[NumberTableUiFilter, Tag("NumberTableUiFilter")]
-    | Annotated[StringUiFilter, Tag("StringUiFilter")]
-    | Annotated[TimeRangeTableUiFilter, Tag("TimeRangeTableUiFilter")]
-    | Annotated[ValueTableUiFilter, Tag("ValueTableUiFilter")]
-    | Annotated[StringTableUiFilter, Tag("StringTableUiFilter")]
-    | Annotated[StatisticTreeUiSettings, Tag("StatisticTreeUiSettings")]
+    Annotated[
+        TableUiSortSettings
+        | NumberTableUiFilter
+        | StringUiFilter
+        | TimeRangeTableUiFilter
+        | ValueTableUiFilter
+        | StringTableUiFilter
+        | StatisticTreeUiSettings,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownUiSetting, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        type_discriminator(
-            TableUiSortSettings,
-            NumberTableUiFilter,
-            StringUiFilter,
-            TimeRangeTableUiFilter,
-            ValueTableUiFilter,
-            StringTableUiFilter,
-            StatisticTreeUiSettings,
-        )
-    ),
+    Field(union_mode="left_to_right"),
 ]
+UnknownUiSetting.known_types = variant_tags(UiSetting)
 
-UiSettingAdapter: TypeAdapter[UiSetting] = TypeAdapter(UiSetting)
+UiSettingAdapter: ApiAdapter[UiSetting] = ApiAdapter(UiSetting)

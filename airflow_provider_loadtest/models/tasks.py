@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter
+from pydantic import Field, Tag
 
-from .base import TYPE_KEY, UNKNOWN_TAG, ApiModel, TypedModel, UnknownModel, type_discriminator
+from .base import (
+    KNOWN_TAG,
+    TYPE_KEY,
+    UNKNOWN_TAG,
+    ApiAdapter,
+    ApiModel,
+    TypedModel,
+    UnknownModel,
+    variant_tags,
+)
 from .configs import ExportReportConfig
 from .enums import Open, TaskStatus
 
@@ -57,13 +66,17 @@ class UnknownTaskResult(UnknownModel):
 
 
 TaskResult: TypeAlias = Annotated[
-    Annotated[PrintReportTaskResult, Tag("PrintReportTaskResult")]
-    | Annotated[FailedTaskResult, Tag("FailedTaskResult")]
+    Annotated[
+        PrintReportTaskResult | FailedTaskResult,
+        Field(discriminator="kind"),
+        Tag(KNOWN_TAG),
+    ]
     | Annotated[UnknownTaskResult, Tag(UNKNOWN_TAG)],
-    Discriminator(type_discriminator(PrintReportTaskResult, FailedTaskResult)),
+    Field(union_mode="left_to_right"),
 ]
+UnknownTaskResult.known_types = variant_tags(TaskResult)
 
-TaskResultAdapter: TypeAdapter[TaskResult] = TypeAdapter(TaskResult)
+TaskResultAdapter: ApiAdapter[TaskResult] = ApiAdapter(TaskResult)
 
 
 class TaskStatusEnvelope(ApiModel):

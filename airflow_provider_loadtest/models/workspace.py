@@ -6,9 +6,7 @@ the report's web UI link; nothing else of these documents is used, the rest is k
 
 from __future__ import annotations
 
-from pydantic import TypeAdapter
-
-from .base import ApiModel
+from .base import ApiAdapter, ApiModel
 
 __all__ = ["DesignProject", "Scenario", "Workspace", "WorkspaceListAdapter"]
 
@@ -38,4 +36,4 @@ class Scenario(ApiModel):
 
 
 #: Parses the answer of ``GET /workspaces/member-of``.
-WorkspaceListAdapter: TypeAdapter[list[Workspace]] = TypeAdapter(list[Workspace])
+WorkspaceListAdapter: ApiAdapter[list[Workspace]] = ApiAdapter(list[Workspace])

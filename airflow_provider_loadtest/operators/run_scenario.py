@@ -456,9 +456,11 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         from airflow_provider_loadtest.decisions.templates import require_template
 
         assert workspace_id is not None  # noqa: S101 - type narrowing, enforced in __init__
-        template = require_template(
-            self.hook.list_templates(workspace_id), workspace_id=workspace_id, name=self.template_name
-        )
+        from airflow_provider_loadtest.api import endpoints
+
+        # Ids and names only: all the choice reads (full templates cost thousands of objects each).
+        templates = self.hook.call(endpoints.list_template_refs(workspace_id))
+        template = require_template(templates, workspace_id=workspace_id, name=self.template_name)
         self.log.info(
             "Using report template %r (id %s) of workspace %r", template.name, template.id, workspace_id
         )

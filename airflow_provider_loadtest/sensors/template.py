@@ -112,7 +112,10 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
 
         workspace_id = validate_path_id("workspace_id", self.workspace_id)
         template_id = validate_path_id("template_id", self.template_id) if self.template_id else None
-        templates = self.hook.list_templates(workspace_id)
+        from airflow_provider_loadtest.api import endpoints
+
+        # Ids and names only: all the choice reads (full templates cost thousands of objects each).
+        templates = self.hook.call(endpoints.list_template_refs(workspace_id))
         found = choose_template(
             templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
         )

@@ -317,3 +317,26 @@ def test_a_persons_clear_starts_a_new_run_a_retry_never_does(cluster: Cluster) -
     runs = _runs(sim, "crash-clear")
     print(f"crash_clear: task {cluster.task('crash_clear')}, runs billed {runs}")
     assert len(runs) == 2, f"a clear should start exactly one new run, billed: {runs}"
+
+
+def test_the_release_gate_example_triggers_its_deployment_dag_through_the_asset(cluster: Cluster) -> None:
+    """``loadtest_release_gate`` as a user deploys it: scheduled by the scheduler (its cron's latest
+    interval), its passing verdict updates the asset, and the scheduler then runs
+    ``loadtest_release_deploy``, whose tasks read the verdict from the triggering asset event.
+    ``dags test`` cannot show this (it has no asset-triggered runs). Last in this module: the gate's
+    task would otherwise be one more process talking to the simulator while a crash case looks for
+    its victim."""
+    sim = cluster.sim
+    source = Path(__file__).resolve().parents[2] / "example_dags" / "loadtest_release_gate.py"
+    (cluster.home / "dags" / source.name).write_text(source.read_text())
+    gate_state = _finish(cluster, "loadtest_release_gate")
+    assert gate_state == "success", f"gate {cluster.task('loadtest_release_gate')}\n{cluster.log_tail()}"
+    deploy_state = _finish(cluster, "loadtest_release_deploy")
+    assert deploy_state == "success", cluster.log_tail()
+    (run,) = sim.runs("demo-scenario")
+    logs = "".join(
+        log.read_text(errors="replace")
+        for log in (cluster.home / "logs").glob("dag_id=loadtest_release_deploy/**/*.log")
+    )
+    assert f"Run {run.id} of scenario demo-scenario passed its gate (FINISHED)" in logs
+    assert "Deploying: p95" in logs

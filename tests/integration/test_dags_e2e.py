@@ -128,15 +128,27 @@ def test_critical_alarm_breaks_the_gate(
     assert {a["severity"] for a in returned["alarms"]} >= {"CRITICAL", "PASSED"}
 
 
+@pytest.mark.parametrize("deferrable", ["0", "1"], ids=["sync", "deferrable"])
 def test_retry_reattaches_after_first_try_lost_the_run(
-    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, deferrable: str
 ) -> None:
-    """The first try dies while the test runs (its status call fails); the retry must not start another."""
+    """The first try dies while the test runs (its status call fails, in the worker or in the
+    triggerer); the retry must re-attach to the run, not start another."""
     sim.set_fault("error", route="get_bench_result", status=500, count=5)  # the read's 5 attempts
-    result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_RETRIES="1")
+    result = _run(
+        airflow_home,
+        sim,
+        "loadtest_e2e_lifecycle",
+        tmp_path,
+        LOADTEST_E2E_RETRIES="1",
+        LOADTEST_E2E_DEFERRABLE=deferrable,
+    )
     assert result.succeeded, result.output[-6000:]
     assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("success", 2)
     assert len(sim.starts()) == 1
+    if deferrable == "1":  # the first try lost the run in the triggerer; the second took its verdict
+        assert "watching it in the triggerer failed" in result.output
+        assert "of an earlier try already ended FINISHED: taking its verdict" in result.output
 
 
 def test_timed_out_try_stops_its_run_and_is_not_retried(
@@ -176,12 +188,21 @@ def test_task_failing_before_a_run_starts_logs_no_second_error(
     assert not result.xcom("loadtest_e2e_lifecycle", "run_load_test", "_link_LoadTestReportLink")
 
 
+@pytest.mark.parametrize("deferrable", ["0", "1"], ids=["sync", "deferrable"])
 def test_start_answer_dropped_fails_for_good_with_one_run_billed(
-    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path
+    airflow_home: AirflowHome, sim: SimulatorHandle, tmp_path: Path, deferrable: str
 ) -> None:
-    """The service accepts the start, then the answer is lost: retries=1 must not start a second run."""
+    """The service accepts the start, then the answer is lost: retries=1 must not start a second run
+    (a deferrable task starts in the worker too, before it defers)."""
     sim.set_fault("accept_then_drop", route="run_scenario", count=1)
-    result = _run(airflow_home, sim, "loadtest_e2e_lifecycle", tmp_path, LOADTEST_E2E_RETRIES="1")
+    result = _run(
+        airflow_home,
+        sim,
+        "loadtest_e2e_lifecycle",
+        tmp_path,
+        LOADTEST_E2E_RETRIES="1",
+        LOADTEST_E2E_DEFERRABLE=deferrable,
+    )
     assert not result.succeeded
     assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"] == ("failed", 1)
     assert "outcome is unknown" in result.output

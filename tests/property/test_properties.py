@@ -173,6 +173,10 @@ def test_an_accepted_document_round_trips_unchanged(case: tuple[Any, Any]) -> No
     except ValueError:  # pydantic's ValidationError: the model refused it, which is allowed
         return
     assert json.dumps(parsed.to_api()) == json.dumps(document)
+    # Read straight from the bytes (how answers are read), the same document comes back.
+    body = json.dumps(document).encode()
+    from_bytes = parse.model_validate_json(body) if hasattr(parse, "from_api") else parse.validate_json(body)
+    assert json.dumps(from_bytes.to_api()) == json.dumps(document)
 
 
 # --- answers ------------------------------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""The benchmarks' own logic, without running a benchmark: the control DAG rewrite, the demo's wait
+analysis and reading figures back for docs/performance.md (tests/integration runs them for real)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from benchmarks.common import control_dag_source
+from benchmarks.demo_split import waits
+from benchmarks.run_all import client_cpu_rows, markdown_tables
+
+DAG_SOURCE = """
+from airflow.sdk import DAG
+from airflow_provider_loadtest.operators.report import DownloadReportOperator
+from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+
+with DAG(dag_id="d", schedule=None):
+    run = RunScenarioOperator(task_id="run", scenario_id="s", retries=2, outlets=[])
+    pdf = DownloadReportOperator(task_id="pdf", run=run.output, destination="/x")
+    RunScenarioOperator(task_id="other", scenario_id="s")
+"""
+
+
+def test_the_control_has_empty_operators_with_the_same_ids_base_arguments_and_edges() -> None:
+    control = control_dag_source(DAG_SOURCE)
+    tree = ast.parse(control)
+    assert "airflow_provider_loadtest" not in control
+    assert "from airflow.providers.standard.operators.empty import EmptyOperator" in control
+    calls = {
+        next(k.value.value for k in node.keywords if k.arg == "task_id"): sorted(
+            str(k.arg) for k in node.keywords
+        )
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "EmptyOperator"
+    }
+    assert calls == {"run": ["outlets", "retries", "task_id"], "pdf": ["task_id"], "other": ["task_id"]}
+    assert "run >> pdf" in control  # the edge the dropped ``run=run.output`` made
+
+
+def test_a_file_without_our_operators_has_no_control() -> None:
+    with pytest.raises(ValueError, match="no airflow_provider_loadtest import"):
+        control_dag_source("from airflow.sdk import DAG\n")
+
+
+PACE = {
+    "check_interval_s": 10.0,
+    "pdf_poll_interval_s": 5.0,
+    "pdf_pending_polls": 2.0,
+    "duration_s:demo-scenario": 6.0,
+}
+
+
+def _request(route: str, at: float, **params: str) -> dict[str, object]:
+    return {"route": route, "time": 1000.0 + at, "path_params": params}
+
+
+def test_the_demo_waits_are_read_from_the_simulator_log() -> None:
+    log = [
+        _request("run_scenario", 0.0, scenario_id="demo-scenario"),
+        _request("get_bench_result", 0.2, bench_result_id="br-1"),
+        _request("get_bench_result", 3.0, bench_result_id="br-0"),  # another run's (a baseline read)
+        _request("get_bench_result", 10.2, bench_result_id="br-1"),  # the first check past its 6 s end
+        _request("get_bench_result", 10.5, bench_result_id="br-1"),
+        _request("create_task", 12.0),
+        _request("task_result", 12.1),
+        _request("task_result", 17.1),
+        _request("task_result", 22.2),  # the third poll: done after two pending ones
+        _request("task_result", 30.0),  # a later, unrelated poll
+    ]
+    found = waits(list(reversed(log)), PACE)  # the order of the log does not matter
+    assert found == pytest.approx(
+        {"runs": 10.2, "run floor": 6.0, "run predicted": 10.0, "pdf": 10.2, "pdf predicted": 10.0}
+    )
+
+
+CLIENT_CPU_OUTPUT = """CPU per call in this process, microseconds, median [min-max] of 2 rounds:
+| call             | variant                            | CPU us/call | vs bare session |
+|------------------|------------------------------------|-------------|-----------------|
+| get_bench_result | bare requests.Session + json.loads | 640         | 1.00x           |
+| get_bench_result | ours: LoadTestHook                 | 700         | 1.09x           |
+| list_templates   | bare requests.Session + json.loads | 751         | 1.00x           |
+| list_templates   | ours: LoadTestHook                 | 900         | 1.20x           |
+"""
+
+
+def test_the_budget_row_takes_the_worst_call() -> None:
+    assert len(markdown_tables(CLIENT_CPU_OUTPUT)) == 1
+    ((_, ours, peers, budget, met),) = client_cpu_rows(CLIENT_CPU_OUTPUT)
+    assert ours == "get_bench_result 1.09x, list_templates 1.20x"
+    assert (peers, budget, met) == ("HttpHook not installed", "<= 1.1x", "**no**")
