@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
-from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.errors import LoadTestApiError, trim_service_text
 from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks import transport
@@ -33,15 +33,20 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-def describe_httpx_failure(exc: httpx.HTTPError) -> tuple[str, bool]:
-    """A key-free account of a failure with no HTTP answer, and whether nothing was sent."""
+def describe_httpx_failure(exc: httpx.HTTPError, secret: str | None = None) -> tuple[str, bool]:
+    """A key-free account of a failure with no HTTP answer, and whether nothing was sent.
+
+    What the transport saw (a proxy refusing the tunnel, an answer that is not HTTP) follows, with
+    ``secret`` blanked out: it may quote bytes a server or proxy sent.
+    """
+    detail = trim_service_text(str(exc), secret, limit=200)
     if isinstance(exc, httpx.ConnectTimeout):
         return "could not connect in time", True
     if isinstance(exc, httpx.ConnectError):
-        return "could not connect (connection refused or host name not resolved)", True
+        return f"could not connect (connection refused or host name not resolved): {detail}", True
     if isinstance(exc, httpx.ReadTimeout):
         return "the service did not answer in time (read timeout)", False
-    return f"the connection failed before an answer arrived ({type(exc).__name__})", False
+    return f"the connection failed before an answer arrived ({type(exc).__name__}: {detail})", False
 
 
 def _is_tls(exc: httpx.HTTPError) -> bool:
@@ -111,7 +116,7 @@ class AsyncLoadTestClient:
             except TimeoutError:
                 delay = tries.after_no_answer(timed_out_detail(budget), never_opened=False)
             except httpx.HTTPError as exc:
-                failure, never_opened = describe_httpx_failure(exc)
+                failure, never_opened = describe_httpx_failure(exc, self.settings.api_key)
                 failure = failure_at(self.settings.url(request.path), failure, tls_failed=_is_tls(exc))
                 delay = tries.after_no_answer(failure, never_opened=never_opened)
             else:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from airflow_provider_loadtest import __version__
+from airflow_provider_loadtest.hooks.http11 import LeanAsyncTransport
 from airflow_provider_loadtest.hooks.settings import environment_verify
 
 if TYPE_CHECKING:
@@ -72,21 +73,20 @@ def environment_proxy(base_url: str) -> str | None:
     return proxies.get(url.scheme) or proxies.get("all")
 
 
-def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncHTTPTransport:
-    """A connection pool for ``settings``: the shared TLS context, sized limits, the environment's proxy.
+def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncBaseTransport:
+    """A connection pool for ``settings``: the shared TLS context, the environment's proxy, and
+    ``hooks.http11``'s lean HTTP/1.1 (httpcore's machinery was most of a poll's CPU).
 
-    Each wait has at most one request in flight, so a pool of ``SHARD_SIZE`` connections never makes
-    a poll queue for a slot (no pool timeout needed).
+    Each wait has at most one request in flight, so the pool never makes a poll queue for a slot; it
+    keeps up to ``SHARD_SIZE`` idle connections. Its reads have no timeout of their own: the caller
+    bounds each whole try (``AsyncLoadTestClient.call``), which is tighter.
     """
-    return httpx.AsyncHTTPTransport(
-        verify=ssl_context(environment_verify(settings.verify_ssl)),
-        limits=httpx.Limits(
-            max_connections=SHARD_SIZE,
-            max_keepalive_connections=SHARD_SIZE,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-        ),
+    return LeanAsyncTransport(
+        ssl_context=ssl_context(environment_verify(settings.verify_ssl)),
         proxy=environment_proxy(settings.base_url),
-        trust_env=False,  # read once, above
+        max_idle=SHARD_SIZE,
+        keepalive_expiry=KEEPALIVE_EXPIRY_S,
+        connect_timeout=settings.connect_timeout_s,
     )
 
 

@@ -14,6 +14,7 @@ from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.hooks import transport
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
+from airflow_provider_loadtest.hooks.http11 import LeanAsyncTransport
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings
 from tests.conftest import API_KEY, BASE_URL
 
@@ -24,13 +25,13 @@ def test_waits_with_the_same_settings_share_a_channel_until_the_last_lets_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     closed: list[httpx.AsyncBaseTransport] = []
-    real_aclose = httpx.AsyncHTTPTransport.aclose
+    real_aclose = LeanAsyncTransport.aclose
 
-    async def recording_aclose(self: httpx.AsyncHTTPTransport) -> None:
+    async def recording_aclose(self: LeanAsyncTransport) -> None:
         closed.append(self)
         await real_aclose(self)
 
-    monkeypatch.setattr(httpx.AsyncHTTPTransport, "aclose", recording_aclose)
+    monkeypatch.setattr(LeanAsyncTransport, "aclose", recording_aclose)
 
     async def scenario() -> None:
         first, second = AsyncLoadTestClient(SETTINGS), AsyncLoadTestClient(SETTINGS)
@@ -93,10 +94,9 @@ def test_the_pool_of_a_shard_holds_at_most_one_connection_per_wait() -> None:
     async def scenario() -> None:
         async with AsyncLoadTestClient(SETTINGS) as client:
             assert client._channel is not None
-            pool: Any = client._channel.transport._pool  # type: ignore[attr-defined]
-            assert pool._max_connections == transport.SHARD_SIZE
-            assert pool._max_keepalive_connections == transport.SHARD_SIZE
-            assert pool._keepalive_expiry == transport.KEEPALIVE_EXPIRY_S
+            pool: Any = client._channel.transport
+            assert pool._max_idle == transport.SHARD_SIZE
+            assert pool._expiry == transport.KEEPALIVE_EXPIRY_S
 
     asyncio.run(scenario())
 
@@ -182,9 +182,8 @@ def test_a_proxied_channel_sends_through_the_proxy(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp.test:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    pool: Any = transport.pooled_transport(SETTINGS)._pool
-    assert type(pool).__name__ == "AsyncHTTPProxy"
-    assert pool._proxy_url.host == b"proxy.corp.test"
+    pool: Any = transport.pooled_transport(SETTINGS)
+    assert pool._proxy.host == "proxy.corp.test"  # the requests themselves: tests/unit/test_http11.py
 
 
 def test_the_environments_ca_bundle_is_trusted(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
