@@ -38,6 +38,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     TypeAdapter,
@@ -52,6 +53,7 @@ __all__ = [
     "UNKNOWN_TAG",
     "ApiAdapter",
     "ApiModel",
+    "Bool",
     "HeldWarnings",
     "Int",
     "KnownTypeMismatch",
@@ -77,6 +79,8 @@ UNKNOWN_TAG = "__unknown__"
 Number: TypeAlias = StrictInt | StrictFloat
 #: A JSON integer, strict for the same reason.
 Int: TypeAlias = StrictInt
+#: A JSON boolean, strict for the same reason (a lax ``bool`` reads ``"yes"`` or ``1`` and writes ``true``).
+Bool: TypeAlias = StrictBool
 
 T = TypeVar("T")
 
@@ -94,9 +98,10 @@ class _Source:
         self._text = text
 
     def document(self) -> Any:
-        if self._text is not None:
+        text = self._text  # read once: another thread may be parsing it too, and clear it meanwhile
+        if text is not None:
             try:
-                self._document = json.loads(self._text)
+                self._document = json.loads(text)
             except (ValueError, RecursionError):  # pydantic read it, so this is near impossible: no order
                 self._document = None
             self._text = None
@@ -121,9 +126,10 @@ class _Guide:
         document = self.source.document()
         if self.index is None:
             return document
-        if isinstance(document, list) and self.index < len(document):
-            return document[self.index]
-        return None
+        own = document[self.index] if isinstance(document, list) and self.index < len(document) else None
+        # From now on this model keeps its own part of a list answer, not the whole answer parsed.
+        self.source, self.index = _Source(document=own), None
+        return own
 
 
 _GUIDE_KEY = "_api_guide"

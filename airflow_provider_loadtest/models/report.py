@@ -84,7 +84,7 @@ def _template_objects(document: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
     for position, raw in enumerate(document):
         if not isinstance(raw, dict):
-            raise ValueError(f"report template #{position} is not an object: {raw!r:.80}")
+            raise ValueError(f"report template #{position} is not an object: {raw!r}")  # cut once the key is out
         yield position, raw
 
 
@@ -96,11 +96,11 @@ def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueR
         position,
         describe_errors(exc),
     )
-    known = {key: raw[key] for key in ("id", "name") if isinstance(raw.get(key), str)}
-    template = OpaqueReportTemplate.model_validate(known)
-    for key, value in raw.items():
-        if key not in known:
-            setattr(template, key, value)  # extra="allow": kept and written back as received
+    odd = [key for key in ("id", "name") if key in raw and not isinstance(raw[key], str)]
+    # Validated, not set one by one: ``setattr`` puts a key such as ``_links`` beside the extras.
+    template = OpaqueReportTemplate.model_validate({k: v for k, v in raw.items() if k not in odd})
+    for key in odd:
+        setattr(template, key, raw[key])  # an id or name that is not a string: written back as received
     remember_input(template, raw)  # written back in the order it came
     return template
 
