@@ -605,7 +605,8 @@ def _file_names(document: Any) -> list[str]:
         if isinstance(entry, dict):
             name = entry.get("name") or entry.get("filename") or entry.get("fileName")
         if not isinstance(name, str) or not name:
-            raise ValueError(f"expected file names, got {entry!r}")  # cut after the key is blanked out
+            # Not cut here: the message is cut once the key is blanked out (else part of it shows).
+            raise ValueError(f"expected file names, got {entry!r}")
         names.append(name)
     return names
 

@@ -131,6 +131,10 @@ class _Guide:
         self.source, self.index = _Source(document=own), None
         return own
 
+    def __reduce__(self) -> tuple[type[_Guide], tuple[_Source]]:
+        # A pickle or a deep copy takes this model's own part of a list answer, not the whole answer.
+        return _Guide, (_Source(document=self.document()),)
+
 
 _GUIDE_KEY = "_api_guide"
 

@@ -84,7 +84,8 @@ def _template_objects(document: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
     for position, raw in enumerate(document):
         if not isinstance(raw, dict):
-            raise ValueError(f"report template #{position} is not an object: {raw!r}")  # cut once the key is out
+            # Not cut here: the message is cut once the key is blanked out (else part of it shows).
+            raise ValueError(f"report template #{position} is not an object: {raw!r}")
         yield position, raw
 
 

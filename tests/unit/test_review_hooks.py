@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import socketserver
 import threading
 import time
@@ -13,8 +14,12 @@ import pytest
 import requests
 
 from airflow_provider_loadtest.api import endpoints
+from airflow_provider_loadtest.api.errors import LoadTestApiError
+from airflow_provider_loadtest.api.retry import RetryPolicy
 from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
-from airflow_provider_loadtest.hooks.loadtest import environment_proxies
+from airflow_provider_loadtest.hooks.loadtest import LoadTestHook, environment_proxies
+from tests.conftest import connection_json
+from tests.unit.test_hook_environment import TRICKLE_BYTES, _Proxy
 
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUEST_METHOD")
 URLS = ("https://api.example.com", "https://api.example.com:8443/api", "http://10.1.2.3:8090")
@@ -129,6 +134,17 @@ def test_many_threads_each_call_is_cut_by_its_own_deadline_only(server: _Server)
 # --- the collector pause and fork ------------------------------------------------------------------
 
 
+def _exit_code_of(pid: int) -> int:
+    """A forked child's exit code; it is killed (and fails) should it hang for 10 s."""
+    killer = threading.Timer(10, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    try:
+        _, status = os.waitpid(pid, 0)
+    finally:
+        killer.cancel()
+    return os.waitstatus_to_exitcode(status)
+
+
 def test_a_child_forked_while_another_thread_reads_gets_its_collector_back() -> None:
     # The pause is counted across threads; a child forked while another thread is inside keeps the
     # count (that thread does not exist there): its collector stayed off for the rest of its life.
@@ -158,16 +174,7 @@ def test_a_child_forked_while_another_thread_reads_gets_its_collector_back() -> 
     finally:
         leave.set()
         reader.join(timeout=10)
-    for _ in range(1000):  # bounded: about 10 s
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0, "the child's collector stayed off"
-            break
-        time.sleep(0.01)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        raise AssertionError("the forked child hung")
+    assert _exit_code_of(pid) == 0, "the child's collector stayed off"
     assert gc.isenabled()
 
 
@@ -190,12 +197,40 @@ def test_a_child_forked_inside_its_own_pause_ends_it_once() -> None:
                 os._exit(code)
     finally:
         pause.__exit__(None, None, None)
-    for _ in range(1000):  # bounded: about 10 s
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0
-            return
-        time.sleep(0.01)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    raise AssertionError("the forked child hung")
+    assert _exit_code_of(pid) == 0
+
+
+# --- a proxy trickling its answer to CONNECT (https base URL through HTTPS_PROXY) ------------------
+
+
+def test_a_connect_answer_trickled_by_the_proxy_is_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tunnel's answer is read in ``connect()``, before any ``getresponse``: the watchdog did not
+    # know the socket yet, so a proxy trickling it kept the call alive far past its bound.
+    proxy = _Proxy()  # answers any request, CONNECT included, with a 200 trickled a byte at a time
+    proxy.trickle = True
+    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        for name in PROXY_NAMES:
+            monkeypatch.delenv(name, raising=False)
+            monkeypatch.delenv(name.lower(), raising=False)
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LOADTEST_DEFAULT",
+            connection_json(host="https://service.invalid:8443", read_timeout=2),
+        )
+        hook = LoadTestHook()
+        hook.retry_policy = RetryPolicy(max_attempts=1)
+        with pytest.raises(LoadTestApiError, match="whole-request bound"):
+            hook.get_bench_result("br-1")
+        assert [line.split()[:2] for line in proxy.request_lines] == [["CONNECT", "service.invalid:8443"]]
+        for _ in range(100):  # bounded: the proxy notices the hang-up at its next byte, within 0.5 s
+            if proxy.trickled and proxy.trickled[0] < TRICKLE_BYTES:
+                break
+            time.sleep(0.05)
+        # The client hung up mid-answer: without the bound it read all of it (8 s, 4x the bound).
+        assert proxy.trickled and proxy.trickled[0] < TRICKLE_BYTES
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(timeout=5)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
+import pickle
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,11 @@ def test_a_boolean_field_never_rewrites_a_non_boolean(value: object) -> None:
 
 
 def test_a_template_with_a_non_boolean_flag_is_kept_verbatim() -> None:
-    template = {"id": "t1", "name": "n", "configs": [{"@type": "GraphReportConfig", "displayColorDots": "true"}]}
+    template = {
+        "id": "t1",
+        "name": "n",
+        "configs": [{"@type": "GraphReportConfig", "displayColorDots": "true"}],
+    }
     body = json.dumps([template]).encode()
     (read,) = endpoints.decode_answer(endpoints.list_templates("ws"), 200, "application/json", body, KEY)
     assert json.dumps(read.to_api()) == json.dumps(template)
@@ -82,3 +88,14 @@ def test_one_template_kept_does_not_keep_the_whole_answer_once_written_back() ->
     finally:
         tracemalloc.stop()
     assert retained < size / 4  # one template's worth, not the 100 of the answer parsed
+
+
+def test_a_pickled_or_deep_copied_template_carries_only_itself() -> None:
+    # Each template remembered the whole list answer's bytes: pickling one pickled them all.
+    template = _template()
+    body = json.dumps([{**template, "id": f"t{index}"} for index in range(100)]).encode()
+    first = endpoints.decode_answer(endpoints.list_templates("ws"), 200, "application/json", body, KEY)[0]
+    alone = len(pickle.dumps(m.ReportDefinition.model_validate_json(json.dumps({**template, "id": "t0"}))))
+    assert len(pickle.dumps(first)) < 2 * alone
+    for copied in (pickle.loads(pickle.dumps(first)), copy.deepcopy(first), first.model_copy(deep=True)):
+        assert json.dumps(copied.to_api()) == json.dumps({**template, "id": "t0"})
