@@ -116,19 +116,21 @@ class _Guide:
     never makes two models unequal); copies and pickles keep it.
     """
 
-    __slots__ = ("index", "source")
+    __slots__ = ("_at",)
 
     def __init__(self, source: _Source, index: int | None = None) -> None:
-        self.source = source
-        self.index = index
+        #: One attribute, read and replaced whole: two threads writing one model back never see a
+        #: narrowed source with the whole answer's index, or the reverse.
+        self._at = (source, index)
 
     def document(self) -> Any:
-        document = self.source.document()
-        if self.index is None:
+        source, index = self._at
+        document = source.document()
+        if index is None:
             return document
-        own = document[self.index] if isinstance(document, list) and self.index < len(document) else None
+        own = document[index] if isinstance(document, list) and index < len(document) else None
         # From now on this model keeps its own part of a list answer, not the whole answer parsed.
-        self.source, self.index = _Source(document=own), None
+        self._at = (_Source(document=own), None)
         return own
 
     def __reduce__(self) -> tuple[type[_Guide], tuple[_Source]]:
