@@ -408,6 +408,8 @@ class HeldWarnings:
     A list answer read in one pass is read again template by template when one template does not match;
     without this, the warnings of the templates read in the first pass would be logged twice. Logged
     when the block ends without an error, dropped when it raises (the reading that follows logs them).
+    Each is said once per reading: a workspace's 1,000 templates holding one new item type is one line,
+    not 1,000 (the warning names the type, not the template).
     """
 
     def __enter__(self) -> None:
@@ -417,7 +419,7 @@ class HeldWarnings:
     def __exit__(self, exc_type: object, *_: object) -> None:
         _HELD_WARNINGS.reset(self._token)
         if exc_type is None:
-            for warning in self._held:
+            for warning in dict.fromkeys(self._held):
                 logger.warning(*warning)
 
 

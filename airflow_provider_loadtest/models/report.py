@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .base import ApiAdapter, ApiModel, Int, describe_errors, remember_input
+from .base import ApiAdapter, ApiModel, HeldWarnings, Int, describe_errors, remember_input
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -70,11 +70,12 @@ def parse_template_list(document: Any) -> list[AnyReportTemplate]:
     The answer itself must be a list of objects.
     """
     templates: list[AnyReportTemplate] = []
-    for position, raw in _template_objects(document):
-        try:
-            templates.append(ReportDefinition.from_api(raw))
-        except ValidationError as exc:
-            templates.append(_opaque(raw, position, exc))
+    with HeldWarnings():  # an unknown @type met in many templates is said once
+        for position, raw in _template_objects(document):
+            try:
+                templates.append(ReportDefinition.from_api(raw))
+            except ValidationError as exc:
+                templates.append(_opaque(raw, position, exc))
     return templates
 
 

@@ -99,3 +99,20 @@ def test_a_pickled_or_deep_copied_template_carries_only_itself() -> None:
     assert len(pickle.dumps(first)) < 2 * alone
     for copied in (pickle.loads(pickle.dumps(first)), copy.deepcopy(first), first.model_copy(deep=True)):
         assert json.dumps(copied.to_api()) == json.dumps({**template, "id": "t0"})
+
+
+@pytest.mark.parametrize("with_a_bad_template", [False, True], ids=["one-pass", "template-by-template"])
+def test_a_new_item_type_in_every_template_is_said_once(
+    with_a_bad_template: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each of 50 templates holding the same new item type logged the same line: 50 per read.
+    answer: list[dict[str, Any]] = [
+        {"id": f"t{index}", "items": [{"@type": "HeatMapReportItem"}]} for index in range(50)
+    ]
+    if with_a_bad_template:
+        answer.append({"id": "t-bad", "created": "yesterday"})
+    with caplog.at_level("WARNING", logger="airflow_provider_loadtest.models"):
+        endpoints.decode_answer(
+            endpoints.list_templates("ws"), 200, "application/json", json.dumps(answer).encode(), KEY
+        )
+    assert caplog.text.count("HeatMapReportItem") == 1
