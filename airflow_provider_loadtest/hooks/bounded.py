@@ -164,7 +164,8 @@ class _WatchedHTTPConnection(HTTPConnection):
 
 class _WatchedHTTPSConnection(HTTPSConnection):
     def _new_conn(self) -> socket.socket:
-        # Tracked from the start too: the CONNECT answer and the TLS handshake come before TLS wraps it.
+        # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``
+        # (not the TLS handshake: wrapping detaches this socket object, so the cut cannot reach it).
         sock = super()._new_conn()
         _track(sock)
         return sock
