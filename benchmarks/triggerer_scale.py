@@ -6,6 +6,11 @@ reports, once every wait has polled: resident memory per wait, sockets per wait,
 poll lateness (how late a poll wakes after its pause, p50/p99). Beside it, in the same run and
 interleaved, the pattern many providers use: a new HTTP client for every poll.
 
+CPU per poll is all the CPU of the measuring process (event loop, GC, every layer) over the polls it
+made. The simulators' own CPU is shown too (busy simulators would make polls late and flatter the
+CPU figure): add ``--simulators`` when it nears 100 %. ``--json`` writes one object per measured
+row (the keys of the table, plus ``simulators``, ``interval_s``, ``sim_cpu_pct``, ``load_1m``).
+
     .venv/bin/python benchmarks/triggerer_scale.py [--waits 100 1000 2000] [--interval 10]
         [--simulators 2] [--json out.json]
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -108,6 +114,14 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one 
             await timed_sleep(interval)
 
     make = ours if spec["variant"].startswith("ours") else client_per_poll
+    if make is ours:
+        # Warm up the imports (client, models) with one call: a wait's first poll may come only
+        # after its share of the interval (``first_poll_delay``), too late for the warm-up below.
+        from airflow_provider_loadtest.api import endpoints
+
+        index, bench_result_id = spec["runs"][0]
+        async with async_client.AsyncLoadTestClient(settings[f"sim{index}"]) as client:
+            await client.call(endpoints.get_bench_result(bench_result_id))
     # Warm up imports and the first connection on a wait that is not counted.
     warm = asyncio.ensure_future(make(*spec["runs"][0]))
     await asyncio.sleep(min(1.0, interval))
@@ -144,9 +158,18 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one 
     }
 
 
-def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far (Linux)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_child(spec: dict[str, Any], sim_pids: list[int]) -> dict[str, Any]:
+    """One variant at one size in a fresh process; with the busiest simulator's CPU over that time."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(spec, handle)
+    sims_before, wall_before = [cpu_seconds(pid) for pid in sim_pids], time.perf_counter()
     out = subprocess.run(
         [sys.executable, __file__, "--child", handle.name],
         check=True,
@@ -154,8 +177,13 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         text=True,
         timeout=30 * float(spec["interval"]) + 300,
     ).stdout
+    wall = time.perf_counter() - wall_before
     Path(handle.name).unlink()
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    figures: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    busiest = max(cpu_seconds(pid) - before for pid, before in zip(sim_pids, sims_before, strict=True))
+    figures["sim_cpu_pct"] = 100.0 * busiest / wall
+    figures["load_1m"] = os.getloadavg()[0]
+    return figures
 
 
 def main() -> None:
@@ -175,6 +203,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     with simulators(args.simulators) as sims:
         urls_keys = [(s.url, s.api_key) for s in sims]
+        sim_pids = [s.process.pid for s in sims]
         runs = start_runs(urls_keys, max(args.waits) + 1)
         for waits in args.waits:
             for variant in VARIANTS:
@@ -186,8 +215,8 @@ def main() -> None:
                     "simulators": urls_keys,
                     "runs": runs[: waits + 1],
                 }
-                figures = run_child(spec)
-                figures["variant"] = variant
+                figures = run_child(spec, sim_pids)
+                figures.update(variant=variant, simulators=args.simulators, interval_s=args.interval)
                 results.append(figures)
                 print(f"  measured {variant} x {waits}", file=sys.stderr, flush=True)
     rows = [
@@ -200,6 +229,7 @@ def main() -> None:
             f"{r['polls_made_pct']:.0f} %",
             f"{r['late_p50_s']:.3f}",
             f"{r['late_p99_s']:.3f}",
+            f"{r['sim_cpu_pct']:.0f} %",
         ]
         for r in results
     ]
@@ -219,9 +249,16 @@ def main() -> None:
                 "polls made",
                 "late p50 s",
                 "late p99 s",
+                "busiest simulator CPU",
             ],
         )
     )
+    if any(r["sim_cpu_pct"] > 80 for r in results):
+        print(
+            "A simulator was busy for most of a measurement: it may be the bottleneck "
+            "(run again with more --simulators)."
+        )
+    print(f"Machine load (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs.")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

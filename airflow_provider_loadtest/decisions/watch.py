@@ -7,6 +7,7 @@ async client, so both modes poll, log, gate and time out identically.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Generator
@@ -33,6 +34,25 @@ if TYPE_CHECKING:
 #: may take in all, tries and back-off: best effort, bounded, so a service that is down cannot keep a
 #: timed-out task alive.
 STOP_GRACE_S = 30.0
+
+
+#: The most a triggerer wait puts off its first poll (see ``first_poll_delay``).
+MAX_FIRST_POLL_DELAY_S = 60.0
+
+
+def first_poll_delay(bench_result_id: str, check_interval_s: float) -> float:
+    """How long a wait in the triggerer puts off its first poll: a fraction of one check interval
+    (at most ``MAX_FIRST_POLL_DELAY_S``) drawn from the run's id.
+
+    Waits resumed together (a triggerer restart, a DAG deferring many tasks in the same second) would
+    otherwise poll in step for as long as they run: bursts that make polls late and need a connection
+    each. With each wait's phase drawn from its id they spread evenly over the interval, and a wait
+    keeps the same phase across restarts (deterministic, so tests need no random seed). A run's end
+    is still seen within one interval of it, as before.
+    """
+    digest = hashlib.blake2b(bench_result_id.encode(), digest_size=8).digest()
+    fraction = int.from_bytes(digest, "big") / 2.0**64  # in [0, 1)
+    return fraction * max(0.0, min(check_interval_s, MAX_FIRST_POLL_DELAY_S))
 
 
 def _until(request: ApiRequest[Any], deadline: float | None) -> ApiRequest[Any]:
@@ -152,18 +172,25 @@ def watch_run(
     *,
     started_at: float,
     now: Callable[[], float] | None = None,
+    first_delay_s: float = 0.0,
 ) -> Generator[Any, Any, RunOutcome]:
     """Poll the run until it ends, the gate breaks or the deadline passes; return the outcome.
 
     Yields ``ApiRequest`` (send back the parsed answer, or throw the ``LoadTestApiError``), ``Sleep``
     and ``Log``. Stops the run itself on a broken gate or a passed deadline (best effort: a failed
-    stop is logged, never raised over the real reason).
+    stop is logged, never raised over the real reason). ``first_delay_s`` puts off the first poll
+    (never past the deadline): the triggerer passes ``first_poll_delay`` so its waits do not poll in
+    step.
     """
     now = now or time.time
     gate = check_gate_severity(options.fail_on_alarm_severity)
     progress = _Progress(options.log_every_s)
     state = "UNKNOWN"
     deadline = options.deadline
+    if first_delay_s > 0:
+        pause = first_delay_s if deadline is None else max(0.0, min(first_delay_s, deadline - now()))
+        if pause > 0:
+            yield Sleep(pause)
     while True:
         try:
             result = yield _until(endpoints.get_bench_result(bench_result_id), deadline)

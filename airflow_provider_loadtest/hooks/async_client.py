@@ -1,8 +1,8 @@
 """The async twin of ``LoadTestHook.call``, for triggers running in the triggerer's event loop.
 
 Same call descriptions, same retry policy, same answer decoding; only the transport differs (httpx,
-which Airflow already depends on). Waits with the same connection settings share one
-``httpx.AsyncClient`` per event loop (see ``hooks.transport``).
+which Airflow already depends on). Waits with the same connection settings share a pooled transport
+per event loop (``hooks.transport.Channel``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolic
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks import transport
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, failure_at, settings_from_connection
+from airflow_provider_loadtest.hooks.transport import Channel
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,31 +72,34 @@ class AsyncLoadTestClient:
         self.settings = settings
         self.retry_policy = retry_policy or RetryPolicy()
         self._transport = transport  # tests plug in httpx.MockTransport; None = real network
-        self._client: httpx.AsyncClient | None = None
+        self._channel: Channel | None = None
+        #: Parsed URLs by API path: a wait asks the same few paths again and again.
+        self._urls: dict[str, httpx.URL] = {}
 
     async def __aenter__(self) -> AsyncLoadTestClient:
-        # Real network: the client shared by every wait of this event loop with the same settings.
-        # A test's transport gets a client of its own.
+        # Real network: the channel shared by the waits of this event loop with the same settings.
+        # A test's transport gets a channel of its own.
         if self._transport is None:
-            self._client = transport.acquire(self.settings)
+            self._channel = transport.acquire(self.settings)
         else:
-            self._client = transport.new_client(self.settings, self._transport)
+            self._channel = Channel(self._transport, self.settings)
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        client, self._client = self._client, None
-        if client is None:
+        channel, self._channel = self._channel, None
+        if channel is None:
             return
         if self._transport is None:
-            await transport.release(self.settings, client)
+            await transport.release(channel)
         else:
-            await client.aclose()
+            await channel.aclose()
 
     async def call(self, request: ApiRequest[T]) -> T:
         """Send ``request`` with the same retry rules as ``LoadTestHook.call``."""
-        if self._client is None:
+        channel = self._channel
+        if channel is None:
             raise RuntimeError("use AsyncLoadTestClient as an async context manager")
         tries = Attempts(request, self.retry_policy, log)
         delay: float | None
@@ -103,7 +107,7 @@ class AsyncLoadTestClient:
             budget = tries.budget(self.settings.read_timeout_s)
             try:
                 async with asyncio.timeout(budget):  # the whole try, however slowly bytes arrive
-                    answer = await self._send(self._client, request)
+                    answer = await self._send(channel, request)
             except TimeoutError:
                 delay = tries.after_no_answer(timed_out_detail(budget), never_opened=False)
             except httpx.HTTPError as exc:
@@ -124,21 +128,30 @@ class AsyncLoadTestClient:
                     )
             await _sleep(delay)
 
-    async def _send(
-        self, client: httpx.AsyncClient, request: ApiRequest[Any]
-    ) -> tuple[int, httpx.Headers, bytes]:
+    def _url(self, path: str) -> httpx.URL:
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= 16:  # a wait uses four paths; never let this grow
+                self._urls.clear()
+            url = self._urls[path] = httpx.URL(self.settings.url(path))
+        return url
+
+    async def _send(self, channel: Channel, request: ApiRequest[Any]) -> tuple[int, httpx.Headers, bytes]:
         """One try: the answer's status, headers and body (read in chunks against the size bound)."""
-        async with client.stream(
+        response = await channel.send(
             request.method,
-            self.settings.url(request.path),
+            self._url(request.path),
+            accept=request.accept,
             params=dict(request.params) or None,
             json=request.json_body,
-            headers={"Accept": request.accept},
-        ) as response:
+        )
+        try:
             body = AnswerBody(request, response.status_code)
             async for chunk in response.aiter_bytes():
                 body.add(chunk)
             return response.status_code, response.headers, body.content
+        finally:
+            await response.aclose()
 
     async def drive(self, steps: Generator[Any, Any, R], logger: LoggerLike) -> R:
         """Run a ``watch`` generator with async I/O (the twin of ``LoadTestHook.drive``)."""

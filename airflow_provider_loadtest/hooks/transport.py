@@ -1,12 +1,19 @@
-"""Shared HTTP clients for the triggerer: per connection settings and event loop, in small pools.
+"""Shared HTTP transports for the triggerer: per connection settings and event loop, in small pools.
 
 A triggerer runs hundreds or thousands of waits in one event loop, each sending one small GET every
 few seconds. An ``httpx.AsyncClient`` of its own per wait costs about 850 KiB (its TLS context loads the
 CA bundle, even for ``http://``) and ~20 ms of CPU that blocks the loop; one client per poll is worse.
-So waits that use the same connection settings share clients: one TLS context per process, and pooled
-clients of ``SHARD_SIZE`` waits each, created on first use and closed when their last wait lets go.
-The settings are the key, API key included: a rotated key or any other change of the connection
-gives a new client, never a stale key.
+So waits that use the same connection settings share a ``Channel``: one TLS context per process, and
+pooled transports of ``SHARD_SIZE`` waits each, created on first use and closed when their last wait
+lets go. The settings are the key, API key included: a rotated key or any other change of the
+connection gives a new channel, never a stale key.
+
+A channel sends through the transport itself (``handle_async_request``, httpx's public transport API)
+with its headers and timeouts built once, not through ``AsyncClient``: the client's per-request work
+(merging URL, headers and cookies, the auth and redirect machinery, cookie extraction) cost about a
+third of a poll's CPU, and this package uses none of it (the key is a fixed header, redirects are
+never followed, the service sets no cookies that matter). The environment an ``AsyncClient`` would
+read (proxies, ``NO_PROXY``, a CA bundle) is read once per channel instead, for the connection's host.
 
 Pool limits are sized for that load: httpx's default (one pool of 100 connections, 5 s pool timeout)
 made polls fail at 1,000 waits, and an unbounded pool spends its CPU scanning its own connections.
@@ -16,104 +23,164 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import ssl
+import urllib.request
 import weakref
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from airflow_provider_loadtest import __version__
+from airflow_provider_loadtest.hooks.settings import environment_verify
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.hooks.settings import ConnectionSettings
 
-#: Waits served by one pooled client. httpx's pool scans its connections (and, for idle ones, all of
-#: them again) on every request, so one pool for a thousand waits costs O(waits^2) CPU per poll and
-#: stalls; small pools keep that scan cheap, and the TLS context they share keeps them small.
+#: Waits served by one pooled transport. httpcore's pool scans its connections (and, for idle ones,
+#: asks the socket whether the server closed it) on every request and every answer's end, so one pool
+#: for a thousand waits costs O(waits) CPU per poll when they poll in step; small pools keep that scan
+#: cheap, and the TLS context they share keeps them small.
 SHARD_SIZE = 16
 #: How long an idle connection is kept before closing it; below the usual 10 s check interval would
 #: reconnect on every poll, far above it would hold sockets the service may already have dropped.
 KEEPALIVE_EXPIRY_S = 30.0
+#: Only encodings every httpx can decode (``Response.aiter_bytes`` undoes them).
+ACCEPT_ENCODING = "gzip, deflate"
 
 
 @functools.cache
 def ssl_context(verify: bool | str) -> ssl.SSLContext:
     """One TLS context per verification setting and process: loading the CA bundle costs ~20 ms of
-    CPU (blocking the event loop) and ~830 KiB, so no client builds its own."""
+    CPU (blocking the event loop) and ~830 KiB, so no transport builds its own. A CA bundle path (a
+    file, or a directory of hashed certificates) replaces the default trust store."""
+    if isinstance(verify, str):
+        if os.path.isdir(verify):
+            return ssl.create_default_context(capath=verify)
+        return ssl.create_default_context(cafile=verify)
     return httpx.create_ssl_context(verify=verify)
 
 
-def new_client(
-    settings: ConnectionSettings, transport: httpx.AsyncBaseTransport | None = None
-) -> httpx.AsyncClient:
-    """An async client carrying the connection's key, timeouts and TLS setting (redirects not followed).
+def environment_proxy(base_url: str) -> str | None:
+    """The proxy the environment gives ``base_url`` (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, with
+    ``NO_PROXY`` honoured), read as ``requests`` reads it so the worker's hook and the triggerer agree."""
+    url = httpx.URL(base_url)
+    proxies = urllib.request.getproxies_environment()
+    if not proxies or urllib.request.proxy_bypass(url.host):  # on Linux: NO_PROXY
+        return None
+    return proxies.get(url.scheme) or proxies.get("all")
+
+
+def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncHTTPTransport:
+    """A connection pool for ``settings``: the shared TLS context, sized limits, the environment's proxy.
 
     Each wait has at most one request in flight, so a pool of ``SHARD_SIZE`` connections never makes
     a poll queue for a slot (no pool timeout needed).
     """
-    return httpx.AsyncClient(
-        headers={
-            "Authorization": f"Bearer {settings.api_key}",
-            "Accept": "application/json",
-            "User-Agent": f"airflow-provider-loadtest/{__version__} httpx/{httpx.__version__}",
-        },
-        timeout=httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s, pool=None),
+    return httpx.AsyncHTTPTransport(
+        verify=ssl_context(environment_verify(settings.verify_ssl)),
         limits=httpx.Limits(
             max_connections=SHARD_SIZE,
             max_keepalive_connections=SHARD_SIZE,
             keepalive_expiry=KEEPALIVE_EXPIRY_S,
         ),
-        verify=ssl_context(settings.verify_ssl),
-        follow_redirects=False,
-        transport=transport,
+        proxy=environment_proxy(settings.base_url),
+        trust_env=False,  # read once, above
     )
 
 
 @dataclass(eq=False)
-class _Shard:
-    client: httpx.AsyncClient
+class Channel:
+    """Sends one connection's requests through ``transport``: the key, User-Agent and timeouts are
+    built once here, so a poll builds only its request (redirects are never followed)."""
+
+    transport: httpx.AsyncBaseTransport
+    settings: ConnectionSettings
     users: int = 0
+    closed: bool = False
+    _headers: dict[str, httpx.Headers] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        connect, read = self.settings.connect_timeout_s, self.settings.read_timeout_s
+        self.timeouts: dict[str, Any] = {"connect": connect, "read": read, "write": read, "pool": None}
+
+    def headers(self, accept: str) -> httpx.Headers:
+        """The headers of every request of this channel accepting ``accept`` (a handful of values)."""
+        headers = self._headers.get(accept)
+        if headers is None:
+            headers = self._headers[accept] = httpx.Headers(
+                {
+                    "Authorization": f"Bearer {self.settings.api_key}",
+                    "Accept": accept,
+                    "Accept-Encoding": ACCEPT_ENCODING,
+                    "User-Agent": f"airflow-provider-loadtest/{__version__} httpx/{httpx.__version__}",
+                }
+            )
+        return headers
+
+    async def send(
+        self,
+        method: str,
+        url: httpx.URL,
+        *,
+        accept: str,
+        params: dict[str, str] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """Send one request; the caller reads the answer's stream and closes it (``aclose``)."""
+        request = httpx.Request(
+            method,
+            url,
+            params=params,
+            json=json,
+            headers=self.headers(accept),
+            extensions={"timeout": self.timeouts},
+        )
+        return await self.transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await self.transport.aclose()
 
 
-#: Per running event loop: the shards of clients by connection settings. Weak on the loop, so a loop
-#: that is gone (tests run many) takes its bookkeeping with it.
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ConnectionSettings, list[_Shard]]] = (
+#: Per running event loop: the channels by connection settings. Weak on the loop, so a loop that is
+#: gone (tests run many) takes its bookkeeping with it.
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ConnectionSettings, list[Channel]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _shards(settings: ConnectionSettings) -> list[_Shard]:
+def _channels(settings: ConnectionSettings) -> list[Channel]:
     return _by_loop.setdefault(asyncio.get_running_loop(), {}).setdefault(settings, [])
 
 
-def acquire(settings: ConnectionSettings) -> httpx.AsyncClient:
-    """A shared client for ``settings`` in the running loop (made when all are full); pair with
+def acquire(settings: ConnectionSettings) -> Channel:
+    """A shared channel for ``settings`` in the running loop (a new one when all are full); pair with
     ``release``."""
-    shards = _shards(settings)
-    shard = next((s for s in shards if s.users < SHARD_SIZE and not s.client.is_closed), None)
-    if shard is None:
-        shard = _Shard(new_client(settings))
-        shards.append(shard)
-    shard.users += 1
-    return shard.client
+    channels = _channels(settings)
+    channel = next((c for c in channels if c.users < SHARD_SIZE and not c.closed), None)
+    if channel is None:
+        channel = Channel(pooled_transport(settings), settings)
+        channels.append(channel)
+    channel.users += 1
+    return channel
 
 
-async def release(settings: ConnectionSettings, client: httpx.AsyncClient) -> None:
-    """Let go of ``client``; the last user of a shard closes it (its sockets with it)."""
-    shards = _shards(settings)
-    shard = next((s for s in shards if s.client is client), None)
-    if shard is None:
+async def release(channel: Channel) -> None:
+    """Let go of ``channel``; its last user closes it (its sockets with it)."""
+    channels = _by_loop.get(asyncio.get_running_loop(), {}).get(channel.settings, [])
+    if channel not in channels:
         return
-    shard.users -= 1
-    if shard.users <= 0:
-        shards.remove(shard)
-        if not shards:
-            _by_loop.get(asyncio.get_running_loop(), {}).pop(settings, None)
-        await client.aclose()
+    channel.users -= 1
+    if channel.users <= 0:
+        channels.remove(channel)
+        if not channels:
+            _by_loop.get(asyncio.get_running_loop(), {}).pop(channel.settings, None)
+        await channel.aclose()
 
 
 def users(settings: ConnectionSettings) -> list[int]:
-    """The users of each shard for ``settings`` in the running loop (for tests and benchmarks)."""
-    shards = _by_loop.get(asyncio.get_running_loop(), {}).get(settings, [])
-    return [s.users for s in shards]
+    """The users of each channel for ``settings`` in the running loop (for tests and benchmarks)."""
+    channels = _by_loop.get(asyncio.get_running_loop(), {}).get(settings, [])
+    return [c.users for c in channels]

@@ -55,14 +55,19 @@ class LoadTestRunTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_loadtest.decisions.watch import WatchOptions, watch_run
+        from airflow_provider_loadtest.decisions.watch import WatchOptions, first_poll_delay, watch_run
         from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
 
         try:
             settings = await settings_for(self.loadtest_conn_id)
             async with AsyncLoadTestClient(settings) as client:
+                options = WatchOptions.from_json(self.options)
                 steps = watch_run(
-                    self.bench_result_id, WatchOptions.from_json(self.options), started_at=self.started_at
+                    self.bench_result_id,
+                    options,
+                    started_at=self.started_at,
+                    # Waits resumed together (a triggerer restart) spread their polls over the interval.
+                    first_delay_s=first_poll_delay(self.bench_result_id, options.check_interval_s),
                 )
                 outcome = await client.drive(steps, self.log)
         except Exception as exc:

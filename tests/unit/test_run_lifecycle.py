@@ -436,30 +436,38 @@ def _defer_and_resume(
 ) -> dict[str, Any]:
     """The deferrable path: execute defers, the trigger runs against ``handler``, execute_complete.
     The trigger's pauses move the fake clock instead of waiting."""
-    import httpx
-
-    from airflow_provider_loadtest.hooks import async_client
 
     async def no_sleep(seconds: float) -> None:
         clock[0] += seconds
 
+    _plug_async_service(monkeypatch, handler, no_sleep)
+    with pytest.raises(TaskDeferred) as caught:
+        op.execute(context)  # type: ignore[arg-type]
+    return op.execute_complete(context, _first_event(caught.value.trigger))  # type: ignore[arg-type]
+
+
+def _plug_async_service(monkeypatch: pytest.MonkeyPatch, handler: Any, sleep: Any) -> None:
+    """Every AsyncLoadTestClient talks to ``handler`` (an httpx.MockTransport); its pauses call ``sleep``."""
+    import httpx
+
+    from airflow_provider_loadtest.hooks import async_client
+
     real = async_client.AsyncLoadTestClient
-    monkeypatch.setattr(async_client, "_sleep", no_sleep)
+    monkeypatch.setattr(async_client, "_sleep", sleep)
     monkeypatch.setattr(
         async_client,
         "AsyncLoadTestClient",
         lambda settings: real(settings, transport=httpx.MockTransport(handler)),
     )
-    with pytest.raises(TaskDeferred) as caught:
-        op.execute(context)  # type: ignore[arg-type]
 
+
+def _first_event(trigger: Any) -> dict[str, Any]:
     async def first_event() -> dict[str, Any]:
-        async for event in caught.value.trigger.run():
+        async for event in trigger.run():
             return dict(event.payload)
         raise AssertionError("the trigger fired no event")
 
-    event = asyncio.run(first_event())
-    return op.execute_complete(context, event)  # type: ignore[arg-type]
+    return asyncio.run(first_event())
 
 
 def _wait_on_failing_status_api(
@@ -804,3 +812,36 @@ def test_a_template_id_rendering_empty_is_refused_like_a_literal_one(
     with pytest.raises(AirflowFailException, match="template_id"):
         op.execute(_context(FakeStateStore()))  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
+
+
+def test_the_trigger_puts_off_its_first_poll_by_its_runs_share_of_the_interval(
+    loadtest_conn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waits resumed together by a triggerer restart must not poll in step: the first pause is the
+    run's own fraction of the interval, before any call."""
+    import httpx
+
+    from airflow_provider_loadtest.decisions.watch import first_poll_delay
+
+    events: list[str] = []
+
+    async def no_sleep(seconds: float) -> None:
+        events.append(f"sleep {seconds}")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        events.append(f"{request.method} {request.url.path}")
+        if request.url.path == "/runtime/bench-results/br-1":
+            return httpx.Response(200, json={"id": "br-1", "state": "FINISHED"})
+        return httpx.Response(200, json=[] if "alarms" in request.url.path else {"metrics": []})
+
+    _plug_async_service(monkeypatch, handler, no_sleep)
+    trigger = LoadTestRunTrigger(
+        loadtest_conn_id="loadtest_default",
+        run_record=_saved_record(),
+        options={"check_interval_s": 30.0},
+        started_at=0,
+    )
+    assert _first_event(trigger)["status"] == "done"
+    delay = first_poll_delay("br-1", 30.0)
+    assert 0 < delay < 30.0
+    assert events[:2] == [f"sleep {delay}", "GET /runtime/bench-results/br-1"]

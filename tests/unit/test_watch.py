@@ -10,7 +10,15 @@ import pytest
 from airflow_provider_loadtest.api.endpoints import ApiRequest
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.decisions.runs import breaking_alarms, check_gate_severity, is_terminal
-from airflow_provider_loadtest.decisions.watch import Log, RunOutcome, Sleep, WatchOptions, watch_run
+from airflow_provider_loadtest.decisions.watch import (
+    MAX_FIRST_POLL_DELAY_S,
+    Log,
+    RunOutcome,
+    Sleep,
+    WatchOptions,
+    first_poll_delay,
+    watch_run,
+)
 
 RUN = "br-1"
 CRITICAL = {"id": "a1", "severity": "CRITICAL", "name": "Avg response time"}
@@ -225,3 +233,68 @@ def test_gate_severity_checks() -> None:
     with pytest.raises(ValueError, match="fail_on_alarm_severity"):
         check_gate_severity("PASSED")
     assert breaking_alarms([CRITICAL, WARNING, PASSED], "WARNING") == [CRITICAL, WARNING]
+
+
+# --- the first poll's delay in the triggerer (issue 13) -------------------------------------------
+
+
+def test_first_poll_delay_is_within_one_interval_capped_and_the_same_each_time() -> None:
+    delays = [first_poll_delay(f"br-{i}", 10.0) for i in range(2000)]
+    assert all(0.0 <= d < 10.0 for d in delays)
+    assert delays == [first_poll_delay(f"br-{i}", 10.0) for i in range(2000)]  # a restart keeps the phase
+    assert all(0.0 <= first_poll_delay(f"br-{i}", 3600.0) < MAX_FIRST_POLL_DELAY_S for i in range(200))
+    assert first_poll_delay("br-1", 0.0) == 0.0
+
+
+def test_first_poll_delays_spread_waits_over_the_interval() -> None:
+    """Sequential run ids (as the service numbers them) must not bunch: every tenth of the interval
+    gets between 5 % and 15 % of 2,000 waits."""
+    delays = [first_poll_delay(f"br-{i}", 10.0) for i in range(2000)]
+    per_tenth = [sum(1 for d in delays if k <= d < k + 1) for k in range(10)]
+    assert all(100 <= count <= 300 for count in per_tenth), per_tenth
+
+
+def test_watch_puts_off_its_first_poll_then_polls_at_the_interval() -> None:
+    service = FakeService(["RUNNING", "FINISHED"])
+    outcome = service.drive(
+        watch_run(
+            RUN,
+            WatchOptions(check_interval_s=10),
+            started_at=service.clock,
+            now=lambda: service.clock,
+            first_delay_s=4.5,
+        )
+    )
+    assert outcome.succeeded
+    assert service.sleeps == [4.5, 10]
+    assert service.calls[0] == f"GET /runtime/bench-results/{RUN}"
+
+
+def test_the_first_delay_never_runs_past_the_deadline() -> None:
+    service = FakeService(["RUNNING"] * 5)
+    outcome = service.drive(
+        watch_run(
+            RUN,
+            WatchOptions(check_interval_s=10, deadline=service.clock + 2),
+            started_at=service.clock,
+            now=lambda: service.clock,
+            first_delay_s=9.0,
+        )
+    )
+    assert service.sleeps[0] == 2.0
+    assert outcome.reason == "timeout" and outcome.stopped
+
+
+def test_no_first_delay_when_the_deadline_has_passed() -> None:
+    service = FakeService(["RUNNING"])
+    outcome = service.drive(
+        watch_run(
+            RUN,
+            WatchOptions(check_interval_s=10, deadline=service.clock - 1),
+            started_at=service.clock - 100,
+            now=lambda: service.clock,
+            first_delay_s=9.0,
+        )
+    )
+    assert service.sleeps == []
+    assert outcome.reason == "timeout"
