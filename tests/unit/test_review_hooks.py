@@ -234,3 +234,32 @@ def test_a_connect_answer_trickled_by_the_proxy_is_bounded_too(monkeypatch: pyte
         proxy.shutdown()
         proxy.server_close()
         thread.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HTTP_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"},  # CIDR
+        {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "api.example.com:8443"},  # host and port
+        {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "example.com"},
+        {"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".example.com"},
+        {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "*"},
+        {"HTTPS_PROXY": "http://p:1", "no_proxy": "other"},
+        {"HTTP_PROXY": "http://p:1"},
+        {"ALL_PROXY": "http://all:1"},
+    ],
+)
+def test_the_triggerer_takes_the_proxy_the_workers_hook_takes(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The triggerer read NO_PROXY with urllib's rules (no CIDR, no host:port entries, a whole-label
+    # suffix), the worker's hook with requests': one run's polls went through the proxy, the other's not.
+    from airflow_provider_loadtest.hooks.transport import environment_proxy
+
+    for name in PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for url in (*URLS, "https://api.badexample.com"):
+        assert environment_proxy(url) == requests.utils.select_proxy(url, environment_proxies(url)), url
