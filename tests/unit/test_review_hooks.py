@@ -25,6 +25,14 @@ PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUEST_ME
 URLS = ("https://api.example.com", "https://api.example.com:8443/api", "http://10.1.2.3:8090")
 
 
+def _only_these_proxy_settings(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name in PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.mark.parametrize(
     "env",
     [
@@ -43,11 +51,7 @@ URLS = ("https://api.example.com", "https://api.example.com:8443/api", "http://1
 def test_the_proxy_read_once_is_the_one_requests_would_pick(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in PROXY_NAMES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    _only_these_proxy_settings(monkeypatch, env)
     for url in URLS:
         trusting = requests.Session().merge_environment_settings(url, {}, None, None, None)["proxies"]
         assert requests.utils.select_proxy(url, environment_proxies(url)) == requests.utils.select_proxy(
@@ -211,10 +215,9 @@ def test_a_connect_answer_trickled_by_the_proxy_is_bounded_too(monkeypatch: pyte
     thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        for name in PROXY_NAMES:
-            monkeypatch.delenv(name, raising=False)
-            monkeypatch.delenv(name.lower(), raising=False)
-        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+        _only_these_proxy_settings(
+            monkeypatch, {"HTTPS_PROXY": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        )
         monkeypatch.setenv(
             "AIRFLOW_CONN_LOADTEST_DEFAULT",
             connection_json(host="https://service.invalid:8443", read_timeout=2),
@@ -256,10 +259,6 @@ def test_the_triggerer_takes_the_proxy_the_workers_hook_takes(
     # suffix), the worker's hook with requests': one run's polls went through the proxy, the other's not.
     from airflow_provider_loadtest.hooks.transport import environment_proxy
 
-    for name in PROXY_NAMES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    _only_these_proxy_settings(monkeypatch, env)
     for url in (*URLS, "https://api.badexample.com"):
         assert environment_proxy(url) == requests.utils.select_proxy(url, environment_proxies(url)), url
