@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -263,13 +264,15 @@ class _CollectorPause:
     (``benchmarks/models_parse.py`` counts that pass in the reading's time). The pause is bounded by
     one answer's reading (answers are bounded by ``MAX_ANSWER_BYTES``) and the objects it makes hold
     no garbage cycles. Overlapping pauses (threads) are counted: the last one ending turns the
-    collector back on, and only if it was on when the first began.
+    collector back on, and only if it was on when the first began. A child forked meanwhile keeps
+    only the forking thread's pauses (the other threads did not come along to end theirs).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._depth = 0
         self._was_enabled = False
+        self._mine = threading.local()  # this thread's pauses, for a forked child's count
 
     def __enter__(self) -> None:
         with self._lock:
@@ -277,15 +280,25 @@ class _CollectorPause:
                 self._was_enabled = gc.isenabled()
                 gc.disable()
             self._depth += 1
+            self._mine.depth = getattr(self._mine, "depth", 0) + 1
 
     def __exit__(self, *exc_info: object) -> None:
         with self._lock:
             self._depth -= 1
+            self._mine.depth -= 1
             if self._depth == 0 and self._was_enabled:
                 gc.enable()
 
+    def after_fork_in_child(self) -> None:
+        """Keep only the forking thread's pauses; the collector back on if none is left."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        paused, self._depth = self._depth, getattr(self._mine, "depth", 0)
+        if paused and self._depth == 0 and self._was_enabled:  # else the collector is as it was
+            gc.enable()
+
 
 _COLLECTOR_PAUSE = _CollectorPause()
+os.register_at_fork(after_in_child=_COLLECTOR_PAUSE.after_fork_in_child)
 
 
 @cache
@@ -592,7 +605,8 @@ def _file_names(document: Any) -> list[str]:
         if isinstance(entry, dict):
             name = entry.get("name") or entry.get("filename") or entry.get("fileName")
         if not isinstance(name, str) or not name:
-            raise ValueError(f"expected file names, got {entry!r:.80}")
+            # Not cut here: the message is cut once the key is blanked out (else part of it shows).
+            raise ValueError(f"expected file names, got {entry!r}")
         names.append(name)
     return names
 

@@ -142,24 +142,36 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-def _track(connection: HTTPConnection) -> None:
+def _track(sock: socket.socket | None) -> None:
     # The socket, not the connection: ``http.client`` drops ``connection.sock`` once an answer
     # with ``Connection: close`` has its headers, while the body is still read from that socket.
     watchdog: Watchdog | None = getattr(_running, "watchdog", None)
-    sock = getattr(connection, "sock", None)
     if watchdog is not None and sock is not None:
         watchdog.track(sock)
 
 
 class _WatchedHTTPConnection(HTTPConnection):
+    def _new_conn(self) -> socket.socket:
+        # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``.
+        sock = super()._new_conn()
+        _track(sock)
+        return sock
+
     def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 does
-        _track(self)
+        _track(getattr(self, "sock", None))
         return super().getresponse()
 
 
 class _WatchedHTTPSConnection(HTTPSConnection):
+    def _new_conn(self) -> socket.socket:
+        # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``
+        # (not the TLS handshake: wrapping detaches this socket object, so the cut cannot reach it).
+        sock = super()._new_conn()
+        _track(sock)
+        return sock
+
     def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 does
-        _track(self)
+        _track(getattr(self, "sock", None))
         return super().getresponse()
 
 

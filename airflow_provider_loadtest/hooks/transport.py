@@ -25,7 +25,6 @@ import asyncio
 import functools
 import os
 import ssl
-import urllib.request
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -65,12 +64,13 @@ def ssl_context(verify: bool | str) -> ssl.SSLContext:
 
 def environment_proxy(base_url: str) -> str | None:
     """The proxy the environment gives ``base_url`` (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, with
-    ``NO_PROXY`` honoured), read as ``requests`` reads it so the worker's hook and the triggerer agree."""
-    url = httpx.URL(base_url)
-    proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass(url.host):  # on Linux: NO_PROXY
-        return None
-    return proxies.get(url.scheme) or proxies.get("all")
+    ``NO_PROXY`` honoured), read by ``requests``' own rules so the worker's hook and the triggerer agree:
+    urllib's ``proxy_bypass`` knows no CIDR (``10.0.0.0/8``) nor ``host:port`` entries. Once per channel,
+    so importing ``requests`` here costs nothing per poll."""
+    import requests.utils  # the sync hook's dependency, needed only here
+
+    proxy: str | None = requests.utils.select_proxy(base_url, requests.utils.get_environ_proxies(base_url))
+    return proxy
 
 
 def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncBaseTransport:

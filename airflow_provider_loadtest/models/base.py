@@ -38,6 +38,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     TypeAdapter,
@@ -52,6 +53,7 @@ __all__ = [
     "UNKNOWN_TAG",
     "ApiAdapter",
     "ApiModel",
+    "Bool",
     "HeldWarnings",
     "Int",
     "KnownTypeMismatch",
@@ -77,6 +79,8 @@ UNKNOWN_TAG = "__unknown__"
 Number: TypeAlias = StrictInt | StrictFloat
 #: A JSON integer, strict for the same reason.
 Int: TypeAlias = StrictInt
+#: A JSON boolean, strict for the same reason (a lax ``bool`` reads ``"yes"`` or ``1`` and writes ``true``).
+Bool: TypeAlias = StrictBool
 
 T = TypeVar("T")
 
@@ -94,9 +98,10 @@ class _Source:
         self._text = text
 
     def document(self) -> Any:
-        if self._text is not None:
+        text = self._text  # read once: another thread may be parsing it too, and clear it meanwhile
+        if text is not None:
             try:
-                self._document = json.loads(self._text)
+                self._document = json.loads(text)
             except (ValueError, RecursionError):  # pydantic read it, so this is near impossible: no order
                 self._document = None
             self._text = None
@@ -111,19 +116,26 @@ class _Guide:
     never makes two models unequal); copies and pickles keep it.
     """
 
-    __slots__ = ("index", "source")
+    __slots__ = ("_at",)
 
     def __init__(self, source: _Source, index: int | None = None) -> None:
-        self.source = source
-        self.index = index
+        #: One attribute, read and replaced whole: two threads writing one model back never see a
+        #: narrowed source with the whole answer's index, or the reverse.
+        self._at = (source, index)
 
     def document(self) -> Any:
-        document = self.source.document()
-        if self.index is None:
+        source, index = self._at
+        document = source.document()
+        if index is None:
             return document
-        if isinstance(document, list) and self.index < len(document):
-            return document[self.index]
-        return None
+        own = document[index] if isinstance(document, list) and index < len(document) else None
+        # From now on this model keeps its own part of a list answer, not the whole answer parsed.
+        self._at = (_Source(document=own), None)
+        return own
+
+    def __reduce__(self) -> tuple[type[_Guide], tuple[_Source]]:
+        # A pickle or a deep copy takes this model's own part of a list answer, not the whole answer.
+        return _Guide, (_Source(document=self.document()),)
 
 
 _GUIDE_KEY = "_api_guide"
@@ -396,6 +408,8 @@ class HeldWarnings:
     A list answer read in one pass is read again template by template when one template does not match;
     without this, the warnings of the templates read in the first pass would be logged twice. Logged
     when the block ends without an error, dropped when it raises (the reading that follows logs them).
+    Each is said once per reading: a workspace's 1,000 templates holding one new item type is one line,
+    not 1,000 (the warning names the type, not the template).
     """
 
     def __enter__(self) -> None:
@@ -405,7 +419,7 @@ class HeldWarnings:
     def __exit__(self, exc_type: object, *_: object) -> None:
         _HELD_WARNINGS.reset(self._token)
         if exc_type is None:
-            for warning in self._held:
+            for warning in dict.fromkeys(self._held):
                 logger.warning(*warning)
 
 

@@ -12,6 +12,7 @@ from .base import (
     UNKNOWN_TAG,
     ApiAdapter,
     ApiModel,
+    Bool,
     Int,
     Number,
     TypedModel,
@@ -109,8 +110,8 @@ class GraphReportConfig(TypedModel):
     kind: Literal["GraphReportConfig"] = Field(default="GraphReportConfig", alias=TYPE_KEY)
     acceptable_errors_percentage: Int | None = None
     acceptable_response_size: Int | None = None
-    display_color_dots: bool | None = None
-    display_threshold_label: bool | None = None
+    display_color_dots: Bool | None = None
+    display_threshold_label: Bool | None = None
     max_columns: Int | None = None
     max_lines: Int | None = None
     max_percentiles: Int | None = None

@@ -11,6 +11,7 @@ from .base import (
     TYPE_KEY,
     UNKNOWN_TAG,
     ApiAdapter,
+    Bool,
     Int,
     Number,
     TypedModel,
@@ -211,7 +212,7 @@ class BarChartReportItem(ReportItemBase):
 
     kind: Literal["BarChartReportItem"] = Field(default="BarChartReportItem", alias=TYPE_KEY)
     metrics: list[Metric] | None = None
-    stacked: bool | None = None
+    stacked: Bool | None = None
 
 
 class TextualMonitorReportItem(ReportItemBase):

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .base import ApiAdapter, ApiModel, Int, describe_errors, remember_input
+from .base import ApiAdapter, ApiModel, HeldWarnings, Int, describe_errors, remember_input
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -70,11 +70,12 @@ def parse_template_list(document: Any) -> list[AnyReportTemplate]:
     The answer itself must be a list of objects.
     """
     templates: list[AnyReportTemplate] = []
-    for position, raw in _template_objects(document):
-        try:
-            templates.append(ReportDefinition.from_api(raw))
-        except ValidationError as exc:
-            templates.append(_opaque(raw, position, exc))
+    with HeldWarnings():  # an unknown @type met in many templates is said once
+        for position, raw in _template_objects(document):
+            try:
+                templates.append(ReportDefinition.from_api(raw))
+            except ValidationError as exc:
+                templates.append(_opaque(raw, position, exc))
     return templates
 
 
@@ -84,7 +85,8 @@ def _template_objects(document: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ValueError(f"expected a list of report templates, got {type(document).__name__}")
     for position, raw in enumerate(document):
         if not isinstance(raw, dict):
-            raise ValueError(f"report template #{position} is not an object: {raw!r:.80}")
+            # Not cut here: the message is cut once the key is blanked out (else part of it shows).
+            raise ValueError(f"report template #{position} is not an object: {raw!r}")
         yield position, raw
 
 
@@ -96,11 +98,11 @@ def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueR
         position,
         describe_errors(exc),
     )
-    known = {key: raw[key] for key in ("id", "name") if isinstance(raw.get(key), str)}
-    template = OpaqueReportTemplate.model_validate(known)
-    for key, value in raw.items():
-        if key not in known:
-            setattr(template, key, value)  # extra="allow": kept and written back as received
+    odd = [key for key in ("id", "name") if key in raw and not isinstance(raw[key], str)]
+    # Validated, not set one by one: ``setattr`` puts a key such as ``_links`` beside the extras.
+    template = OpaqueReportTemplate.model_validate({k: v for k, v in raw.items() if k not in odd})
+    for key in odd:
+        setattr(template, key, raw[key])  # an id or name that is not a string: written back as received
     remember_input(template, raw)  # written back in the order it came
     return template
 

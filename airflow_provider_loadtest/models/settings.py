@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal, TypeAlias
 
 from pydantic import Field, Tag
 
-from .base import KNOWN_TAG, TYPE_KEY, UNKNOWN_TAG, ApiAdapter, TypedModel, UnknownModel, variant_tags
+from .base import KNOWN_TAG, TYPE_KEY, UNKNOWN_TAG, ApiAdapter, Bool, TypedModel, UnknownModel, variant_tags
 from .interval import Interval, TimeRange
 
 __all__ = [
@@ -78,7 +78,7 @@ class StringTableUiFilter(TypedModel):
     id: str | None = None
     match_type: str | None = None
     value: str | None = None
-    ignore_case: bool | None = None
+    ignore_case: Bool | None = None
 
 
 class StatisticTreeUiSettings(TypedModel):
