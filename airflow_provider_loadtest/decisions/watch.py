@@ -191,9 +191,10 @@ def watch_run(
         pause = first_delay_s if deadline is None else max(0.0, min(first_delay_s, deadline - now()))
         if pause > 0:
             yield Sleep(pause)
+    read_state = _until(endpoints.get_bench_result(bench_result_id), deadline)  # the same every poll
     while True:
         try:
-            result = yield _until(endpoints.get_bench_result(bench_result_id), deadline)
+            result = yield read_state
         except LoadTestApiError as exc:
             if deadline is None or now() < deadline:
                 raise

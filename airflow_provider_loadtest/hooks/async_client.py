@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -141,7 +141,7 @@ class AsyncLoadTestClient:
             url = self._urls[path] = httpx.URL(self.settings.url(path))
         return url
 
-    async def _send(self, channel: Channel, request: ApiRequest[Any]) -> tuple[int, httpx.Headers, bytes]:
+    async def _send(self, channel: Channel, request: ApiRequest[Any]) -> tuple[int, Mapping[str, str], bytes]:
         """One try: the answer's status, headers and body (read in chunks against the size bound)."""
         response = await channel.send(
             request.method,

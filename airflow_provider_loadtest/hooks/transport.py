@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json as json_module
 import os
 import ssl
 import weakref
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from airflow_provider_loadtest import __version__
-from airflow_provider_loadtest.hooks.http11 import LeanAsyncTransport
+from airflow_provider_loadtest.hooks.http11 import Answer, LeanAsyncTransport
 from airflow_provider_loadtest.hooks.settings import environment_verify
 
 if TYPE_CHECKING:
@@ -90,6 +91,11 @@ def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncBaseTransport:
     )
 
 
+def _json_bytes(document: Any) -> bytes:
+    """A JSON body as httpx encodes one (compact, UTF-8, no NaN)."""
+    return json_module.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
 @dataclass(eq=False)
 class Channel:
     """Sends one connection's requests through ``transport``: the key, User-Agent and timeouts are
@@ -100,6 +106,7 @@ class Channel:
     users: int = 0
     closed: bool = False
     _headers: dict[str, httpx.Headers] = field(default_factory=dict, repr=False)
+    _encoded: dict[tuple[str, bytes], list[bytes]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         connect, read = self.settings.connect_timeout_s, self.settings.read_timeout_s
@@ -127,17 +134,31 @@ class Channel:
         accept: str,
         params: dict[str, str] | None = None,
         json: Any = None,
-    ) -> httpx.Response:
+    ) -> httpx.Response | Answer:
         """Send one request; the caller reads the answer's stream and closes it (``aclose``)."""
+        if params:
+            url = url.copy_merge_params(params)
+        if isinstance(self.transport, LeanAsyncTransport):
+            lines = self._lines(accept, url)
+            body = b""
+            if json is not None:
+                body = _json_bytes(json)
+                lines = [*lines, b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
+            return await self.transport.send(method, url, lines, body)
         request = httpx.Request(
-            method,
-            url,
-            params=params,
-            json=json,
-            headers=self.headers(accept),
-            extensions={"timeout": self.timeouts},
+            method, url, json=json, headers=self.headers(accept), extensions={"timeout": self.timeouts}
         )
         return await self.transport.handle_async_request(request)
+
+    def _lines(self, accept: str, url: httpx.URL) -> list[bytes]:
+        """The header lines of a request to ``url``'s host accepting ``accept``, encoded once."""
+        key = (accept, url.netloc)
+        lines = self._encoded.get(key)
+        if lines is None:
+            lines = self._encoded[key] = [b"Host: " + url.netloc] + [
+                name + b": " + value for name, value in self.headers(accept).raw
+            ]
+        return lines
 
     async def aclose(self) -> None:
         self.closed = True

@@ -13,6 +13,7 @@ import asyncio
 import datetime
 import gzip
 import ssl
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from ipaddress import ip_address
@@ -427,5 +428,77 @@ def test_https_through_a_proxy_goes_through_a_connect_tunnel(tmp_path: Path) -> 
             assert head.startswith(f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1\r\n".encode())
             (sent,) = origin.requests  # the request itself went through the tunnel, encrypted
             assert sent.startswith(b"GET /x HTTP/1.1\r\n")
+
+    run(scenario)
+
+
+# --- the polls' path: hooks.transport.Channel straight to the transport ----------------------------
+
+
+def _channel(port: int) -> Any:
+    from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+    from airflow_provider_loadtest.hooks.transport import Channel
+
+    settings = ConnectionSettings(base_url=f"http://127.0.0.1:{port}", api_key="k-123", ui_url="x")
+    return Channel(transport(), settings)
+
+
+async def _read(answer: Any) -> bytes:
+    try:
+        return b"".join([chunk async for chunk in answer.aiter_bytes()])
+    finally:
+        await answer.aclose()
+
+
+def test_a_channel_sends_its_headers_and_reads_answers_without_httpx_objects() -> None:
+    async def scenario() -> None:
+        async with Server([ok(JSON, b"Retry-After: 3"), ok(b"[]")]).running() as server:
+            channel = _channel(server.port)
+            url = httpx.URL(f"http://127.0.0.1:{server.port}/runtime/bench-results/br-1")
+            answer = await channel.send("GET", url, accept="application/json")
+            assert not isinstance(answer, httpx.Response)
+            assert (answer.status_code, answer.headers.get("retry-after")) == (200, "3")
+            assert answer.headers.get("Content-Type") == "application/json"
+            assert await _read(answer) == JSON
+            alarms = httpx.URL(f"http://127.0.0.1:{server.port}/analysis/threshold-alarms")
+            answer = await channel.send("POST", alarms, accept="*/*", params={"a": "b c"}, json={"name": "é"})
+            assert await _read(answer) == b"[]"
+            first, second = server.requests
+            assert first.startswith(b"GET /runtime/bench-results/br-1 HTTP/1.1\r\n")
+            assert (
+                b"\r\nAuthorization: Bearer k-123\r\n" in first and b"\r\nAccept: application/json" in first
+            )
+            assert second.startswith(b"POST /analysis/threshold-alarms?a=b+c HTTP/1.1\r\n")
+            assert b"\r\nAccept: */*\r\n" in second
+            assert b"\r\nContent-Type: application/json\r\n" in second
+            assert second.endswith(b"\r\n\r\n" + '{"name":"é"}'.encode())
+            assert server.connections == 1
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("coding", "packed"),
+    [("gzip", gzip.compress(JSON)), ("deflate", zlib.compress(JSON))],
+)
+def test_a_channel_undoes_the_answers_content_coding(coding: str, packed: bytes) -> None:
+    async def scenario() -> None:
+        async with Server([ok(packed, b"Content-Encoding: " + coding.encode())]).running() as server:
+            answer = await _channel(server.port).send(
+                "GET", httpx.URL(f"http://127.0.0.1:{server.port}/x"), accept="application/json"
+            )
+            assert await _read(answer) == JSON
+
+    run(scenario)
+
+
+def test_a_corrupt_coding_is_an_httpx_error() -> None:
+    async def scenario() -> None:
+        async with Server([ok(b"not gzip at all", b"Content-Encoding: gzip")]).running() as server:
+            answer = await _channel(server.port).send(
+                "GET", httpx.URL(f"http://127.0.0.1:{server.port}/x"), accept="application/json"
+            )
+            with pytest.raises(httpx.DecodingError, match="gzip content does not decompress"):
+                await _read(answer)
 
     run(scenario)
