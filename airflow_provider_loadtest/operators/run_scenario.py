@@ -17,7 +17,6 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_loadtest.api.validation import validate_path_id
 from airflow_provider_loadtest.compat import conf
-from airflow_provider_loadtest.decisions.gate import GateSpec
 from airflow_provider_loadtest.decisions.run_record import (
     RUN_RECORD_KEY,
     RunRecord,
@@ -37,7 +36,7 @@ from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTest
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.decisions.gate import Baseline, Verdict
+    from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
@@ -198,7 +197,10 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         self.restart_failed_runs = restart_failed_runs
         self.junit_destination = junit_destination
         self.report_pdf_destination = report_pdf_destination
-        GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
+        if metric_budgets is not None or max_regression_pct is not None or baseline is not None:
+            from airflow_provider_loadtest.decisions.gate import GateSpec  # only DAGs with a gate pay for it
+
+            GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
         if not wait_for_completion and (metric_budgets or max_regression_pct):
             raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
         self.report_export_config = report_export_config
@@ -581,6 +583,8 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
 
     def _gate_spec(self) -> GateSpec:
         """The rendered gate settings, checked before the run starts (templates render late)."""
+        from airflow_provider_loadtest.decisions.gate import GateSpec
+
         try:
             return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
         except ValueError as exc:
