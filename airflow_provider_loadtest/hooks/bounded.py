@@ -151,18 +151,8 @@ def _track(sock: socket.socket | None) -> None:
 
 
 class _WatchedHTTPConnection(HTTPConnection):
-    def _new_conn(self) -> socket.socket:
-        # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``.
-        sock = super()._new_conn()
-        _track(sock)
-        return sock
+    """A connection whose sockets the running watchdog can cut (its HTTPS twin below inherits this)."""
 
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 does
-        _track(getattr(self, "sock", None))
-        return super().getresponse()
-
-
-class _WatchedHTTPSConnection(HTTPSConnection):
     def _new_conn(self) -> socket.socket:
         # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``
         # (not the TLS handshake: wrapping detaches this socket object, so the cut cannot reach it).
@@ -173,6 +163,10 @@ class _WatchedHTTPSConnection(HTTPSConnection):
     def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 does
         _track(getattr(self, "sock", None))
         return super().getresponse()
+
+
+class _WatchedHTTPSConnection(_WatchedHTTPConnection, HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPPool(HTTPConnectionPool):
