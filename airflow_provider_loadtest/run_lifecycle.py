@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_loadtest.decisions.run_record import positive_seconds, stop_hint, verdict_is_final
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
@@ -115,10 +116,9 @@ class RunLifecycle(LoadTestHookMixin):
 
     #: Whether this task stops runs when a person ends it or its timeout passes. The operator does (it
     #: started them); a sensor watching a run started elsewhere does not, unless asked.
-    stops_runs: ClassVar[bool] = True
+    stops_runs: bool = True
 
     check_interval: float
-    timeout: float | None
     fail_on_alarm_severity: str | None
     stop_on_alarm: bool
     deferrable: bool
@@ -138,7 +138,6 @@ class RunLifecycle(LoadTestHookMixin):
         *,
         wait_for_completion: bool,
         check_interval: float,
-        timeout: float | timedelta | None,
         fail_on_alarm_severity: str | None,
         stop_on_alarm: bool,
         deferrable: bool,
@@ -168,7 +167,6 @@ class RunLifecycle(LoadTestHookMixin):
         if not wait_for_completion and (metric_budgets or max_regression_pct):
             raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
         self.check_interval = interval_s if interval_s is not None else 10.0
-        self.timeout = positive_seconds("timeout", timeout)
         self.fail_on_alarm_severity = gate
         self.stop_on_alarm = stop_on_alarm
         self.deferrable = deferrable
@@ -288,8 +286,9 @@ class RunLifecycle(LoadTestHookMixin):
         from airflow_provider_loadtest.decisions.watch import WatchOptions
 
         deadlines = []
-        if self.timeout is not None:
-            deadlines.append(run.started_at + self.timeout)
+        run_timeout = self._run_timeout_s()
+        if run_timeout is not None:
+            deadlines.append(run.started_at + run_timeout)
         if self.execution_timeout is not None:
             ti = _context_get(context, "ti")
             task_start = getattr(ti, "start_date", None)
@@ -303,6 +302,10 @@ class RunLifecycle(LoadTestHookMixin):
             log_every_s=max(60.0, self.check_interval),
             stop_on_timeout=self.stops_runs,
         )
+
+    def _run_timeout_s(self) -> float | None:
+        """The longest wait for the run from its start (the operator's ``timeout``); ``None``: no bound."""
+        return None
 
     def _watch_here(self, run: StartedRun, options: WatchOptions) -> RunOutcome:
         """Wait on this worker.
@@ -718,6 +721,27 @@ class RunLifecycle(LoadTestHookMixin):
             "without a working task state store a retry could not re-attach to this run and would "
             "start a second load test."
         ) from exc
+
+
+@contextmanager
+def refusing_what_cannot_succeed() -> Iterator[None]:
+    """Fail without retries on what a retry would meet again: a refused key, an unknown scenario or
+    template, an id or setting that fails validation once rendered."""
+    from airflow_provider_loadtest.api.errors import (
+        AmbiguousTemplateError,
+        LoadTestApiError,
+        TemplateNotFoundError,
+    )
+    from airflow_provider_loadtest.compat import AirflowFailException
+
+    try:
+        yield
+    except LoadTestApiError as exc:
+        if exc.never_succeeds:
+            raise AirflowFailException(f"{exc} (not retried: a retry would get the same answer)") from exc
+        raise
+    except (ValueError, TemplateNotFoundError, AmbiguousTemplateError) as exc:
+        raise AirflowFailException(f"{exc} (not retried: a retry would meet the same problem)") from exc
 
 
 def _context_get(context: Any, key: str) -> Any:

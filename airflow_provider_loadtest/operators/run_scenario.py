@@ -7,8 +7,7 @@ the package's cheap modules; the HTTP clients, the models and the trigger load w
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from airflow_provider_loadtest.decisions.run_record import (
     RunRecord,
     on_recorded_run,
     plan_try,
+    positive_seconds,
     read_max_tries,
     read_try_number,
     uncertain_start_message,
@@ -29,7 +29,7 @@ from airflow_provider_loadtest.decisions.run_record import (
 from airflow_provider_loadtest.decisions.runs import is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
-from airflow_provider_loadtest.run_lifecycle import RunLifecycle, _context_get
+from airflow_provider_loadtest.run_lifecycle import RunLifecycle, _context_get, refusing_what_cannot_succeed
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
@@ -169,7 +169,6 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         self._init_watch(
             wait_for_completion=wait_for_completion,
             check_interval=check_interval,
-            timeout=timeout,
             fail_on_alarm_severity=fail_on_alarm_severity,
             stop_on_alarm=stop_on_alarm,
             deferrable=deferrable,
@@ -180,6 +179,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             baseline=baseline,
             max_regression_pct=max_regression_pct,
         )
+        self.timeout = positive_seconds("timeout", timeout)
         self.scenario_id = scenario_id
         self.template_id = template_id
         self.template_name = template_name
@@ -196,9 +196,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
 
     # --- the task ------------------------------------------------------------------------------
 
+    def _run_timeout_s(self) -> float | None:
+        return self.timeout
+
     def execute(self, context: Context) -> dict[str, Any]:
         self._ti = _context_get(context, "ti")
-        with _refusing_what_cannot_succeed():
+        with refusing_what_cannot_succeed():
             self._check_file_settings()
             self._gate_spec()
             run, earlier_state = self._attach_or_start(context)
@@ -473,27 +476,6 @@ class _StartRequest:
     template_id: str | None
     properties: dict[str, str] | None
     subscription_id: str | None
-
-
-@contextmanager
-def _refusing_what_cannot_succeed() -> Iterator[None]:
-    """Fail without retries on what a retry would meet again: a refused key, an unknown scenario or
-    template, an id or setting that fails validation once rendered."""
-    from airflow_provider_loadtest.api.errors import (
-        AmbiguousTemplateError,
-        LoadTestApiError,
-        TemplateNotFoundError,
-    )
-    from airflow_provider_loadtest.compat import AirflowFailException
-
-    try:
-        yield
-    except LoadTestApiError as exc:
-        if exc.never_succeeds:
-            raise AirflowFailException(f"{exc} (not retried: a retry would get the same answer)") from exc
-        raise
-    except (ValueError, TemplateNotFoundError, AmbiguousTemplateError) as exc:
-        raise AirflowFailException(f"{exc} (not retried: a retry would meet the same problem)") from exc
 
 
 def _store_delete(store: Any, log: Any) -> None:
