@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
 import tokenize
 from pathlib import Path
 
@@ -65,6 +66,45 @@ def test_the_message_check_can_fail() -> None:
     assert is_known_message("Run br-6 failed in the service (state ERROR)")
     assert is_known_message("Run … was aborted from outside (state …)")
     assert not is_known_message("Run br-6 was aborted in the service (state ABORTED)")
+
+
+#: Repository files a page may name: ``example_dags/x.py``, ``devtools/browser_check.py``, ...
+_REPO_PATH = re.compile(
+    r"(?<![\w/.])((?:example_dags|devtools|tests|benchmarks|airflow_provider_loadtest|docs)/[\w./-]+\.(?:py|md|png))"
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_file_a_page_names_exists(page: Path) -> None:
+    """No "once merged": a page names only files the repository has."""
+    missing = sorted({path for path in _REPO_PATH.findall(page.read_text()) if not (ROOT / path).exists()})
+    assert not missing, f"{_page_id(page)} names files that do not exist: {missing}"
+
+
+def _git_tracked(path: Path) -> bool | None:
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", str(path.relative_to(ROOT))],  # noqa: S607
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_every_image_a_page_shows_is_committed(page: Path) -> None:
+    """A screenshot that exists only after ``make browser`` is a broken image for every other reader."""
+    if _git_tracked(page) is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text())
+    untracked = [image for image in images if not _git_tracked((page.parent / image).resolve())]
+    assert not untracked, (
+        f"{_page_id(page)} shows images that are not committed (make browser takes them): {untracked}"
+    )
 
 
 def _named_parameters(text: str) -> list[str]:
