@@ -106,6 +106,9 @@ class WatchOptions:
     fail_on_alarm_severity: str | None = None
     stop_on_alarm: bool = False
     log_every_s: float = 60.0
+    #: Stop the run when the deadline passes (the operator, which started it); a sensor watching a run it
+    #: did not start leaves it going unless asked.
+    stop_on_timeout: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,7 +118,8 @@ class WatchOptions:
         return cls(**data)
 
 
-Reason = Literal["finished", "ended", "alarm", "timeout", "gate_unchecked"]
+#: ``stopped_here``: the run ended ABORTED because this package stopped it (its record says why).
+Reason = Literal["finished", "ended", "alarm", "timeout", "gate_unchecked", "stopped_here"]
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ def watch_run(
                 raise
             # The status could not be read and the timeout passed meanwhile: stop the run anyway.
             yield Log(f"Could not read the state of run {bench_result_id}: {exc}", logging.WARNING)
-            return (yield from _time_out(bench_result_id, state, now(), started_at))
+            return (yield from _time_out(bench_result_id, state, now(), started_at, options.stop_on_timeout))
         state = normal_state(result.state)
         if is_terminal(state):
             break
@@ -227,7 +231,9 @@ def watch_run(
         if progress.due(state, current):
             yield from _log_progress(bench_result_id, state, deadline)
         if deadline is not None and current >= deadline:
-            return (yield from _time_out(bench_result_id, state, current, started_at))
+            return (
+                yield from _time_out(bench_result_id, state, current, started_at, options.stop_on_timeout)
+            )
         pause = options.check_interval_s
         if options.deadline is not None:
             pause = max(0.0, min(pause, options.deadline - current))
@@ -287,17 +293,21 @@ def _gate(alarms: list[dict[str, Any]], gate: str | None) -> Generator[Any, Any,
 
 
 def _time_out(
-    bench_result_id: str, state: str, at: float, started_at: float
+    bench_result_id: str, state: str, at: float, started_at: float, stop: bool = True
 ) -> Generator[Any, Any, RunOutcome]:
-    """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so."""
-    stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+    """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so; a watch
+    told not to stop (a sensor on a run it did not start) leaves it going."""
+    if stop:
+        stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+        after = "it was stopped." if stopped else "stopping it failed: stop it in the web UI."
+    else:
+        stopped, after = False, "it was left going (stop_on_timeout is off)."
     return RunOutcome(
         bench_result_id=bench_result_id,
         state=state,
         reason="timeout",
         succeeded=False,
-        message=f"Run {bench_result_id} was still {state} when the task's timeout passed; "
-        + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI."),
+        message=f"Run {bench_result_id} was still {state} when the task's timeout passed; " + after,
         duration_s=at - started_at,
         stopped=stopped,
     )
