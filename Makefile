@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor lint docs test unit unit-floor demo bench browser chaos clean
+.PHONY: venv venv-floor lint docs announce-system-installs test unit unit-floor demo bench browser chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -58,7 +58,7 @@ docs: venv
 define ANNOUNCE_CHROMIUM
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "NOTE: make $@ will install Debian's chromium SYSTEM-WIDE (apt-get update && apt-get install -y chromium," \
+			echo "NOTE: make $(MAKECMDGOALS) will install Debian's chromium SYSTEM-WIDE (apt-get update && apt-get install -y chromium," \
 				"about 150 MB to download, up to 500 MB on disk) for the real-browser check of the connection form" \
 				"(devtools/browser_check.py). It stays installed afterwards (apt-get remove chromium removes it)."; \
 		else \
@@ -68,10 +68,13 @@ define ANNOUNCE_CHROMIUM
 	fi
 endef
 
+# First, before anything else runs (make builds prerequisites left to right).
+announce-system-installs:
+	$(ANNOUNCE_CHROMIUM)
+
 # The whole suite: lint, type check, the docs, unit and integration tests (real simulator, real Airflow)
 # on the locked newest Airflow, then the unit tests again on the oldest Airflow we declare.
-test: lint docs
-	$(ANNOUNCE_CHROMIUM)
+test: announce-system-installs lint docs
 	$(BIN)/python -m pytest
 	$(MAKE) unit-floor
 
@@ -87,8 +90,7 @@ demo: venv
 
 # The connection form in a real headless chromium (installed with apt-get when missing): see
 # devtools/browser_check.py. `make test` runs it too (tests/integration/test_browser_check.py).
-browser: venv
-	$(ANNOUNCE_CHROMIUM)
+browser: announce-system-installs venv
 	$(BIN)/python -m devtools.browser_check
 
 # The benchmarks: each figure against a baseline measured in the same run. A full run writes its tables
