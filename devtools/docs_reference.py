@@ -174,6 +174,8 @@ def _prose_before_fields(cls: griffe.Class) -> None:
         if line.startswith(":"):
             in_field = True
         elif line.strip() and not line[0].isspace():
+            if in_field and prose and prose[-1].strip():
+                prose.append("")  # a paragraph that followed a field starts a paragraph of its own
             in_field = False
         elif not line.strip():
             (fields if in_field else prose).append(line)
