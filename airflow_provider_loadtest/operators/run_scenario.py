@@ -95,14 +95,15 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     cannot be saved fails the task (a retry re-attaches to the finished run, it does not start a new
     one); when the run failed, saving is best effort and never hides the run's failure.
 
-    Returns a dict: ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
-    ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and, once waited
-    for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit`` and ``report_pdf``
-    (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated metric: ``metric``,
-    ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is set. With
-    ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict; Airflow
-    emits asset events only when the task succeeds. On failure the same dict
-    is pushed as XCom ``return_value`` before the task fails, so the alarms stay visible.
+    Returns (XCom ``return_value``) a dict: ``report_id``, ``bench_result_id``, ``project_id``,
+    ``template_id``, ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and,
+    once waited for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit``
+    and ``report_pdf`` (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated
+    metric: ``metric``, ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is
+    set. With ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict;
+    Airflow emits asset events only when the task succeeds. On failure the same dict is pushed as XCom
+    ``return_value`` before the task fails, so the alarms stay visible. The run is also pushed as XCom
+    ``loadtest_run`` once started, when the task's **Load test report** link appears.
     """
 
     template_fields: Sequence[str] = (
