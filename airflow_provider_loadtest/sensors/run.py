@@ -38,9 +38,6 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     :param workspace_id: the run's workspace, for the report link when only an id is given.
     :param report_id: the run's report, for the report link and ``report_pdf_destination`` when only an
         id is given.
-    :param poke_interval: seconds between two looks at the run's state (the official clients use 10).
-    :param timeout: how long to wait (seconds; Airflow's sensor ``timeout``); past it the sensor fails
-        (or skips with ``soft_fail``), and the run is left going unless ``stop_on_timeout``.
     :param stop_on_timeout: stop the run when the sensor's ``timeout`` or ``execution_timeout`` passes.
         Off by default: this task did not start the run.
     :param fail_on_alarm_severity: ``None``, ``"WARNING"`` or ``"CRITICAL"``: fail the task when a
@@ -58,10 +55,16 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         slot or rescheduling. Defaults to ``[operators] default_deferrable``.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
-    Returns the same dict as ``RunScenarioOperator`` once it waited (``state``, ``duration_s`` (measured
-    from the start time when the dict gave one, else from when this sensor began), ``alarms``,
-    ``metrics``, ``gate``, the files saved). Poke and reschedule modes both work: each look is one call
-    for the state (and, while running with ``stop_on_alarm``, one for the alarms).
+    Airflow's sensor arguments keep their meaning: ``poke_interval`` is the time between two looks at
+    the run's state (default 10 s, as the official clients poll), ``timeout`` how long to wait (past it
+    the sensor fails, or skips with ``soft_fail``, and the run is left going unless
+    ``stop_on_timeout``), and the poke and reschedule modes both work: each look is one call for the
+    state (and, while running with ``stop_on_alarm``, one for the alarms).
+
+    Returns (XCom ``return_value``) the same dict as ``RunScenarioOperator`` once it waited: the run's
+    ids and report link, ``state``, ``duration_s`` (from the start time when the dict gave one, else
+    from when this sensor began), ``alarms``, ``metrics``, ``gate`` and the files saved. The run is also
+    pushed as XCom ``loadtest_run`` when the sensor begins, and the report link shows on the task.
     """
 
     template_fields: Sequence[str] = (
