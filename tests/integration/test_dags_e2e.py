@@ -211,9 +211,7 @@ def test_start_answer_dropped_fails_for_good_with_one_run_billed(
     assert len(sim.runs()) == 1
 
 
-def test_deferred_wait_with_a_connection_stored_in_the_database(
-    tmp_path: Path, sim: SimulatorHandle
-) -> None:
+def test_deferred_wait_with_a_connection_stored_in_the_database(tmp_path: Path, sim: SimulatorHandle) -> None:
     """Issue 20, point 3: with the connection added by ``airflow connections add`` (not an environment
     variable), ``airflow dags test`` started the run and then the wait failed in the triggerer ("The
     conn_id `loadtest_default` isn't defined"), leaving the run unwatched. Wherever the triggerer cannot

@@ -1,4 +1,4 @@
-"""LoadTestRunSensor: waits for a run it did not start, judges it like the operator, stops it only if asked."""
+"""LoadTestRunSensor: waits for a run it did not start, judges it like the operator, stops it if asked."""
 
 from __future__ import annotations
 
