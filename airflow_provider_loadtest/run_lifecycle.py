@@ -181,7 +181,8 @@ class RunLifecycle(LoadTestHookMixin):
         self._ti: Any = None
         self._kill: _Kill | None = None
         self._watching = False
-        self._stopped: set[str] = set()
+        self._stopped: set[str] = set()  # runs this process decided to stop (one stop per decision)
+        self._stop_sent: set[str] = set()  # ... and whose stop call the service accepted
 
     # --- waiting ---------------------------------------------------------------------------------
 
@@ -441,7 +442,13 @@ class RunLifecycle(LoadTestHookMixin):
         if self._kill.cause is None:
             return self._left_going(run, self._kill.detail)
         why = decision(run.bench_result_id, self._kill.cause, self._kill.at).why
-        return AirflowFailException(f"The task was ended: {why}; run {run.bench_result_id} was stopped.")
+        if not self.stops_runs:
+            after = "it was left going (this task did not start it)"
+        elif run.bench_result_id in self._stop_sent:
+            after = "it was stopped"
+        else:
+            after = "stopping it failed or was not done: check it in the web UI"
+        return AirflowFailException(f"The task was ended: {why}; run {run.bench_result_id}: {after}.")
 
     def _left_going(self, run: StartedRun, why: str) -> Exception:
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
@@ -496,6 +503,7 @@ class RunLifecycle(LoadTestHookMixin):
             )
             return False
         if value:
+            self._stop_sent.add(run.bench_result_id)
             self.log.warning("Stopped run %s", run.bench_result_id)
         return bool(value)
 
@@ -526,6 +534,8 @@ class RunLifecycle(LoadTestHookMixin):
 
     def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
         """Save the files, then succeed or fail. The run record stays: a retry takes this verdict."""
+        if is_terminal(outcome.state):
+            self._active_run = None  # nothing left to stop, whatever ends this process from here
         stop = self._recorded_stop()
         if stop is not None and outcome.state == "ABORTED" and stop.bench_result_id == run.bench_result_id:
             outcome = replace(

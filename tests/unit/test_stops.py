@@ -216,7 +216,7 @@ def test_a_person_ending_the_task_stops_the_run_once_and_records_why(
     store = FakeStateStore()
     op = _op(check_interval=10)
     _killed_during_the_wait(monkeypatch, op, clock, times=2)
-    with pytest.raises(AirflowFailException, match=r"a person marked the task .*run br-1 was stopped"):
+    with pytest.raises(AirflowFailException, match=r"a person marked the task .*run br-1: it was stopped"):
         op.execute(_context(store))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 1
     assert store.data[RUN_RECORD_KEY]["stopped"]["by"] == by
