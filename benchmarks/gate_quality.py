@@ -23,7 +23,7 @@ nights and is a rise of more than the bound). Every rule uses the same bound, ``
 Reported per shape and noise level: false alarms per 100 clean nights (nights from ``STEP_AT`` on, after
 the warm-up), and the share of steps caught on their first night and within three nights, by step size.
 
-    .venv/bin/python benchmarks/gate_quality.py [--seasons 150] [--smoke] [--no-otava] [--json PATH]
+    .venv/bin/python benchmarks/gate_quality.py [--seasons 100] [--smoke] [--no-otava] [--json PATH]
 """
 
 from __future__ import annotations
@@ -363,9 +363,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seasons", type=int, default=150, help="clean seasons per shape and noise level")
+    parser.add_argument("--seasons", type=int, default=100, help="clean seasons per shape and noise level")
     parser.add_argument(
-        "--step-seasons", type=int, default=300, help="seasons per step size, shape and level"
+        "--step-seasons", type=int, default=200, help="seasons per step size, shape and level"
     )
     parser.add_argument("--max-regression-pct", type=float, default=3.0)
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)

@@ -72,9 +72,9 @@ class HistorySettings:
 
     window: int = 30
     min_history: int = 8
-    fail_z: float = 3.0
-    persist_z: float = 3.0
-    suspect_z: float = 2.0
+    fail_z: float = 2.4
+    persist_z: float = 2.8
+    suspect_z: float = 1.6
     persist_nights: int = 3
 
     @classmethod
@@ -137,7 +137,7 @@ class SeriesHistory:
         parsed = tuple(_finite(v, "a value") for v in values)
         nights = []
         for night in recent:
-            if not (isinstance(night, list | tuple) and len(night) == 2 and night[1] in STATUSES):
+            if not (isinstance(night, list | tuple) and len(night) == 2 and night[1] in _RECENT_STATUSES):
                 raise HistoryUnreadable(f"a recent night {night!r} is not [value, status]")
             nights.append((_finite(night[0], "a recent value"), str(night[1])))
         return cls(parsed, tuple(nights))
@@ -277,6 +277,20 @@ def nominal_false_alarm_rate(z: float) -> float:
     return 1 - _Z_PROBABILITY.cdf(z)
 
 
+#: In a persistence test every night must be this many noise standard deviations worse than the
+#: centre: two ordinary nights and one bad one are not a change that persists.
+PERSIST_FLOOR_Z = 0.5
+#: The statuses with which a night joins the history once it is old enough. A suspected night whose
+#: next nights did not turn it into part of a regression was noise after all: refusing it would cut
+#: the history's upper tail, bias its centre and noise low, and double the false alarms (measured).
+_ADMITTED = (NOISE, SUSPECTED)
+#: A recent night that failed on its own (an outlier, or the first night of a big step): it takes no
+#: part in a persistence test, so one bad night cannot carry the ordinary nights after it over the line.
+#: A night that failed as part of a persisting change is REGRESSION: the next night that is still
+#: beyond ``suspect_z`` continues it (a confirmed regression keeps failing until a person accepts it).
+_ONE_NIGHT = "regression_one_night"
+_RECENT_STATUSES = (NOISE, SUSPECTED, REGRESSION, _ONE_NIGHT)
+
 # --- one night of one series ----------------------------------------------------------------------
 
 
@@ -354,7 +368,7 @@ def judge_night(
     def beyond(nights: Sequence[float], z: float) -> bool:
         """Are these nights (ending tonight) together worse than the bound and the noise at z?"""
         deviations = [_worse(sign, scale(v), centre) for v in nights]
-        if min(deviations) <= 0:
+        if min(deviations) <= (PERSIST_FLOOR_Z * noise if len(nights) > 1 else 0):
             return False
         mean_value = unscale(centre + sign * statistics.fmean(deviations))
         pct = _pct_worse(sign, mean_value, centre_value)
@@ -366,7 +380,7 @@ def judge_night(
     # a later ordinary night over the line.
     run: list[float] = []
     for recent_value, recent_status in reversed(history.recent):
-        if recent_status == REGRESSION or len(run) >= settings.persist_nights - 1:
+        if recent_status == _ONE_NIGHT or len(run) >= settings.persist_nights - 1:
             break
         run.insert(0, recent_value)
     single = beyond([value], settings.fail_z)
@@ -374,21 +388,27 @@ def judge_night(
         (m for m in range(2, len(run) + 2) if beyond([*run[-(m - 1) :], value], settings.persist_z)),
         None,
     )
+    continuing = bool(history.recent) and history.recent[-1][1] == REGRESSION
     pct = _pct_worse(sign, value, centre_value)
-    if single or persistent:
-        nights = 1 if single else persistent
-        assert nights is not None  # noqa: S101 - type narrowing
-        over = "the last night" if nights == 1 else f"the last {nights} nights together"
+    marked: set[int] = set()
+    reason: str | None = None
+    if single or persistent or (continuing and beyond([value], settings.suspect_z)):
+        if single:
+            over = "the last night"
+        elif persistent:
+            over = f"the last {persistent} nights together"
+            marked = {len(history.recent) - i for i in range(1, persistent)}
+        else:
+            over = "the last night, continuing the regression of the night before,"
         reason = (
             f"{over} worse than the history's centre {_fmt(centre_value)} by more than "
             f"{_fmt(max_regression_pct)} % and than its noise explains"
         )
         status = REGRESSION
-        marked = {len(history.recent) - i for i in range(1, nights)} if not single else set()
     elif beyond([value], settings.suspect_z):
-        status, reason, marked = SUSPECTED, None, set()
+        status = SUSPECTED
     else:
-        status, reason, marked = NOISE, None, set()
+        status = NOISE
     note = None
     if status == SUSPECTED:
         note = (
@@ -396,17 +416,26 @@ def judge_night(
             "noise on one night but not enough to fail; a regression if the next nights confirm it "
             "(kept out of the history meanwhile)"
         )
+    tonight = _ONE_NIGHT if single and not persistent and not continuing else status
+    return (
+        NightJudgement(status, reason=reason, note=note, **judged),
+        _admit(history, value, tonight, marked, settings),
+    )
+
+
+def _admit(
+    history: SeriesHistory, value: float, status: str, marked: set[int], settings: HistorySettings
+) -> SeriesHistory:
+    """Tonight joins the recent nights (the ``marked`` ones became part of a regression); the oldest
+    recent night leaves them, and joins the history if it was noise or a suspicion since cleared."""
     recent = [(v, REGRESSION if i in marked else s) for i, (v, s) in enumerate(history.recent)]
     recent.append((value, status))
     values = list(history.values)
     while len(recent) > settings.persist_nights - 1:
         old_value, old_status = recent.pop(0)
-        if old_status == NOISE:
+        if old_status in _ADMITTED:
             values.append(old_value)
-    return (
-        NightJudgement(status, reason=reason, note=note, **judged),
-        SeriesHistory(tuple(values[-settings.window :]), tuple(recent)),
-    )
+    return SeriesHistory(tuple(values[-settings.window :]), tuple(recent))
 
 
 def _judge_previous(
