@@ -359,6 +359,17 @@ def targets(cells: list[Cell], bound: float) -> dict[str, Any]:
     }
 
 
+BEGIN, END = "<!-- begin: gate_quality -->", "<!-- end: gate_quality -->"
+
+
+def write_docs(path: Path, command: str, report: list[str]) -> None:
+    """Replace what lies between the markers of ``path`` with this run's tables and its command."""
+    doc = path.read_text()
+    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+    body = "\n".join([f"Measured with {command}:", "", *report])
+    path.write_text(doc[:start] + "\n" + body + "\n" + doc[end:])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -376,6 +387,7 @@ def main() -> int:
         "--smoke", action="store_true", help="tiny: checks the benchmark still runs (no Otava)"
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--docs", type=Path, help="write the tables into this page (docs/gate_quality.md)")
     args = parser.parse_args()
     if args.smoke:
         args.seasons, args.step_seasons, args.no_otava = 3, 5, True
@@ -397,7 +409,7 @@ def main() -> int:
         for cv in args.cvs
     ]
     settings = {**DEFAULT_HISTORY.__dict__, **args.settings}
-    print(
+    report = [
         f"{args.seasons} clean seasons of {CLEAN_NIGHTS} counted nights and {args.step_seasons} step seasons "
         f"per step size, per shape and noise level; history settings {json.dumps(settings)}; "
         + (
@@ -405,12 +417,14 @@ def main() -> int:
             if use_otava
             else "Otava not run" + ("" if args.no_otava else f" ({OTAVA_PYTHON} missing: make otava-venv)")
         )
-        + f"; {time.perf_counter() - started:.0f} s.\n"
-    )
-    print(tables(cells, args.max_regression_pct, rules))
+        + f"; {time.perf_counter() - started:.0f} s.",
+        "",
+        tables(cells, args.max_regression_pct, rules),
+        "",
+    ]
     goals = targets(cells, args.max_regression_pct)
-    print(
-        "\nTargets (history, worst cell): "
+    report.append(
+        "Targets (history, worst cell): "
         f"false alarms {goals['false_alarms']['value']:.2f} per 100 clean nights (<= {TARGET_FA:g}: "
         f"{'met' if goals['false_alarms']['met'] else 'NOT met'}); "
         f"4 sd on the first night {goals['first_night_4sd']['value']:.0f} % (>= {TARGET_FIRST:g} %: "
@@ -418,6 +432,10 @@ def main() -> int:
         f"2.5 sd within three nights {goals['within3_2_5sd']['value']:.0f} % (>= {TARGET_WITHIN3:g} %: "
         f"{'met' if goals['within3_2_5sd']['met'] else 'NOT met'})."
     )
+    print("\n".join(report))
+    if args.docs:
+        write_docs(args.docs, f"`{' '.join(['python benchmarks/gate_quality.py', *sys.argv[1:]])}`", report)
+        print(f"\nwrote the tables into {args.docs}")
     if args.json:
         args.json.write_text(
             json.dumps(

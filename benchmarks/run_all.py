@@ -55,7 +55,7 @@ BENCHMARKS = [
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
     # .venv-otava exists (make otava-venv, which make bench runs). --smoke: two small cells, no Otava.
-    Benchmark("gate_quality.py", [], ["--smoke"], json=True),
+    Benchmark("gate_quality.py", ["--docs", "docs/gate_quality.md"], ["--smoke"], json=True),
 ]
 
 

@@ -10,18 +10,20 @@ keeps the values of its last passing nights, in Airflow's XCom beside the verdic
 * tonight is a **regression** when it is worse than the centre by more than ``max_regression_pct`` (the
   smallest change that matters to the user) *and* by more than the noise explains: ``fail_z`` noise
   standard deviations, widened for a short history (the centre's own error, and a Student-like
-  correction for a spread estimated from few nights). Under Gaussian noise the default is a nominal
-  false-alarm rate of about 0.1 % a night for this test;
+  correction for a spread estimated from few nights): a nominal 0.8 % a night under Gaussian noise;
 * a change too small to tell on one night is caught when it **persists**: the mean of the last two or
-  three nights (none of them failed, each worse than the centre) against ``persist_z`` standard
-  deviations of such a mean. Meanwhile a night beyond ``suspect_z`` is **suspected**: said in the log,
-  kept out of the history, and still passing;
-* a night joins the history only once ``persist_nights - 1`` later nights have not turned it into part
-  of a regression, and only if it was judged noise: a failing or suspected night never does, so a
-  regression never becomes the new normal by itself. A person accepts a change with the DAG-run conf
-  ``{"loadtest_accept_change": true}`` (see ``accepted_metrics``): the history restarts from that night;
-* with fewer than ``min_history`` nights the judgement says so and falls back to today's rule (the last
-  passing night as the baseline, ``max_regression_pct`` alone).
+  three nights (none of them a one-night failure, each worse than the centre) against ``persist_z``
+  standard deviations of such a mean (nominal 0.3 % each). Meanwhile a night beyond ``suspect_z`` is
+  **suspected**: said in the log, kept out of the history, still passing. A confirmed regression keeps
+  failing while it lasts;
+* a night joins the history once ``persist_nights - 1`` later nights have been judged, if it was noise
+  or a suspicion they cleared; a failing night never does, nor do the nights of a change that persisted,
+  so a regression never becomes the new normal by itself. A person accepts a change with the DAG-run
+  conf ``{"loadtest_accept_change": true}`` (see ``accepted_metrics``): the history restarts from it;
+* with fewer than ``min_history`` nights the judgement says so and falls back to today's rule (the bound
+  alone, against the median of the nights so far; every warm-up night joins).
+
+docs/gate_quality.md measures it (false alarms, steps caught) beside ``"previous"`` and Apache Otava.
 
 Read, not copied: Apache Otava (formerly Hunter) and MongoDB's E-Divisive work detect change points in
 a whole series after the fact; a gate must decide on the night, so this is a one-sided online test with
