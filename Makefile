@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor lint docs announce-system-installs test unit unit-floor demo bench browser chaos clean
+.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -97,9 +97,21 @@ browser: announce-system-installs venv
 # into docs/performance.md. The environment gets the `bench` dependency group on top (the peers measured
 # beside us: dbt Cloud and HTTP providers); `make venv` (and so `make test`) removes it again.
 # BENCH_ARGS=--smoke runs each one small (what CI runs, without the peers, so they cannot rot).
-bench: $(UV)
+bench: $(UV) otava-venv
 	$(UV) sync --locked --group bench --python $(PYTHON)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# Apache Otava, the peer of benchmarks/gate_quality.py, in a venv of its own: it pins its own numpy and
+# scipy, so it is never a dependency of the package nor of a group (benchmarks/otava_peer.py runs in it).
+OTAVA_VENV := .venv-otava
+OTAVA_VERSION := 0.8.0
+$(OTAVA_VENV)/.built: | $(UV)
+	rm -rf $(OTAVA_VENV)
+	$(UV) venv --quiet --python $(PYTHON) $(OTAVA_VENV)
+	VIRTUAL_ENV=$(OTAVA_VENV) $(UV) pip install --quiet apache-otava==$(OTAVA_VERSION)
+	echo $(OTAVA_VERSION) > $@
+
+otava-venv: $(OTAVA_VENV)/.built
 
 # The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
 # with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
@@ -107,4 +119,4 @@ chaos: venv
 	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
 
 clean:
-	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache
