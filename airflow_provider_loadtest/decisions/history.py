@@ -97,14 +97,14 @@ class HistorySettings:
                 raise ValueError(f"history setting {name}={value!r} must be a positive number")
             merged[name] = float(value)
         if not 5 <= merged["window"] <= 100:
-            raise ValueError(f"history setting window={merged['window']} must be 5 to 100 nights")
+            raise ValueError(f"history setting window ({merged['window']}) must be 5 to 100 nights")
         if not 4 <= merged["min_history"] <= merged["window"]:
             raise ValueError(
-                f"history setting min_history={merged['min_history']} must be 4 to window "
+                f"history setting min_history ({merged['min_history']}) must be 4 to window "
                 f"({merged['window']}): a spread from fewer than 4 nights says nothing"
             )
         if not 1 <= merged["persist_nights"] <= 5:
-            raise ValueError(f"history setting persist_nights={merged['persist_nights']} must be 1 to 5")
+            raise ValueError(f"history setting persist_nights ({merged['persist_nights']}) must be 1 to 5")
         if merged["suspect_z"] > merged["fail_z"]:
             raise ValueError("history setting suspect_z must not exceed fail_z")
         return cls(**merged)

@@ -170,9 +170,9 @@ def test_zero_values_are_judged_on_a_plain_scale() -> None:
 def test_settings_are_checked() -> None:
     assert HistorySettings.parse().window == 30
     for bad, match in [
-        ({"window": 3}, "window=3"),
+        ({"window": 3}, r"window \(3\)"),
         ({"window": "20"}, "whole number"),
-        ({"min_history": 2}, "min_history=2"),
+        ({"min_history": 2}, r"min_history \(2\)"),
         ({"fail_z": -1}, "fail_z"),
         ({"suspect_z": 3.0, "fail_z": 2.0}, "suspect_z"),
         ({"colour": 1}, "unknown history setting"),
