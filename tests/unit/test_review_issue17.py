@@ -437,3 +437,52 @@ def test_a_dagrun_timeout_is_not_blamed_on_a_person() -> None:
     cause = stops.cause_on_worker("skipped", readable=True)
     assert cause is not None
     assert "person" not in stops.decision("br-1", cause, 0.0).why
+
+
+# --- 5. execution_timeout outside the wait ------------------------------------------------------------
+
+
+def test_an_execution_timeout_right_after_the_start_stops_the_run(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], ti_state: list[Any]
+) -> None:
+    """Airflow's SIGALRM raises ``AirflowTaskTimeout`` wherever the task is; only ``_watch_here``
+    catches it. Raised between the start's answer and the wait (here: pushing the run to XCom in
+    ``_adopt``; equally the workspace lookup after the start), it reaches
+    ``_run_execute_callable``, which calls ``on_kill`` *inside its* ``except AirflowTaskTimeout``:
+    ``on_kill`` sees the state ``running``, calls it infrastructure and leaves the run going; the retry
+    re-attaches with a fresh ``execution_timeout`` window, so the run goes on past the bound the user
+    set (README: "``execution_timeout`` ... run stopped, fails for good"). ``on_kill`` could tell:
+    ``sys.exc_info()`` there is the ``AirflowTaskTimeout`` being handled."""
+    _service(requests_mock, ["RUNNING"] * 5)
+    store = FakeStateStore()
+    context = _context(store)
+    op = _op(check_interval=10, execution_timeout=timedelta(seconds=60))
+
+    def push(key: str, value: Any, **kwargs: Any) -> None:
+        if key == RUN_RECORD_KEY:
+            raise AirflowTaskTimeout("Timeout, PID: 1")
+
+    context["ti"].xcom_push.side_effect = push
+    with pytest.raises(AirflowTaskTimeout):
+        try:
+            op.execute(context)  # type: ignore[arg-type]
+        except AirflowTaskTimeout:
+            op.on_kill()  # airflow.sdk.execution_time.task_runner._run_execute_callable
+            raise
+    assert _posts(requests_mock, STOP_URL) == 1
+    assert (store.data[RUN_RECORD_KEY].get("stopped") or {}).get("by") == "timeout"
+
+
+# --- 6. a clear recognised by max_tries only when retries did not shrink -------------------------------
+
+
+def test_a_clear_after_retries_were_lowered_is_still_a_clear() -> None:
+    """A deferred task's clear is recognised only by a grown ``max_tries`` (the trigger records
+    nothing). ``clear_task_instances`` sets ``max_tries = try_number + task.retries`` from the DAG as it
+    is now: a DAG whose ``retries`` went from 3 to 0 after the start gives 1 < 3, and the next try
+    re-attaches to the run of before the clear instead of starting the new run the person asked for."""
+    from airflow_provider_loadtest.decisions.run_record import RunRecord, plan_try
+    from tests.unit.test_run_lifecycle import _saved_record
+
+    record = RunRecord("sc-1", 900.0, 3, _saved_record())  # started on try 1 with retries=3
+    assert plan_try(record, max_tries=1).action == "start"  # cleared on try 1, retries now 0
