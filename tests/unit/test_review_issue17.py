@@ -486,3 +486,40 @@ def test_a_clear_after_retries_were_lowered_is_still_a_clear() -> None:
 
     record = RunRecord("sc-1", 900.0, 3, _saved_record())  # started on try 1 with retries=3
     assert plan_try(record, max_tries=1).action == "start"  # cleared on try 1, retries now 0
+
+
+# --- 7. a clear of a running task, as Airflow 3.3.2 really does it --------------------------------------
+
+
+def test_a_clear_of_a_running_task_gives_one_new_run_although_the_cleared_try_cannot_write_the_store(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    ti_state: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``clear_task_instances`` gives the task instance a new id (``prepare_db_for_next_try``) before it
+    sets RESTARTING; the task state store is addressed by id, so the cleared try's write of its decision
+    gets 404 (seen in a real Airflow: ``tests/integration/test_review_issue17.py``). ``_stop_for`` then
+    declines to stop, and the next try is back to issue 17's point 4: with Celery the failed process's
+    executor event is FAILURE, the scheduler does not raise ``max_tries``, and the next try re-attaches
+    to the old run instead of starting the one the person asked for. What Airflow does give every try:
+    the DAG run's ``clear_number`` (raised by every clear, in 3.1 too)."""
+    from types import SimpleNamespace
+
+    ti_state[:] = [True, "restarting"]
+    _service(requests_mock, ["RUNNING"] * 3 + ["RUNNING", "RUNNING", "FINISHED"])
+    store = FakeStateStore(fail_sets=(3,))  # in flight, the run, then the decision's write: 404
+    op = _op(check_interval=10)
+    _kill_during_the_wait(monkeypatch, op, clock)
+    first = _context(store, max_tries=1)
+    first["dag_run"] = SimpleNamespace(clear_number=0, run_id="r")
+    with pytest.raises(AirflowException):
+        op.execute(first)  # type: ignore[arg-type]
+    monkeypatch.setattr(hook_module, "_sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    _service(requests_mock, ["RUNNING", "RUNNING", "FINISHED"])
+    second = _context(store, max_tries=1, try_number=2)  # Celery: max_tries not raised
+    second["dag_run"] = SimpleNamespace(clear_number=1, run_id="r")
+    _op(check_interval=10).execute(second)  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 2, "the clear gave no new run: the next try re-attached"
+    assert _posts(requests_mock, STOP_URL) == 1, "the run of before the clear was not stopped once"
