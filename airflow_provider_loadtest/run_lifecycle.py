@@ -16,13 +16,14 @@ Imported at DAG-parse time by the operator and sensor modules: everything heavy 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from airflow_provider_loadtest.decisions.run_record import positive_seconds, stop_hint, verdict_is_final
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
+
+R = TypeVar("R")
 
 #: How long ``on_kill`` may spend asking Airflow why the task is being ended, and then stopping the run:
 #: Airflow's task supervisor escalates to SIGKILL 5 s after its SIGTERM.
@@ -114,10 +117,6 @@ class RunLifecycle(LoadTestHookMixin):
     is remembered) and ``_store_holds`` (whether a retry could find the run).
     """
 
-    #: Whether this task stops runs when a person ends it or its timeout passes. The operator does (it
-    #: started them); a sensor watching a run started elsewhere does not, unless asked.
-    stops_runs: bool = True
-
     check_interval: float
     fail_on_alarm_severity: str | None
     stop_on_alarm: bool
@@ -182,6 +181,7 @@ class RunLifecycle(LoadTestHookMixin):
         self._kill: _Kill | None = None
         self._watching = False
         self._stopped: set[str] = set()  # runs this process decided to stop (one stop per decision)
+        self._decided: dict[str, StopDecision] = {}  # ... and why
         self._stop_sent: set[str] = set()  # ... and whose stop call the service accepted
 
     # --- waiting ---------------------------------------------------------------------------------
@@ -213,6 +213,7 @@ class RunLifecycle(LoadTestHookMixin):
                     run_record=run.to_xcom(),
                     options=options.to_json(),
                     started_at=run.started_at,
+                    stops_on_kill=self._may_stop("marked_failed"),
                 ),
                 method_name="execute_complete",
             )
@@ -249,7 +250,7 @@ class RunLifecycle(LoadTestHookMixin):
 
         kwargs = next_kwargs or {}
         error = kwargs.get("error")
-        if next_method != TRIGGER_FAIL_REPR or str(error) == "Trigger timeout":
+        if next_method != TRIGGER_FAIL_REPR or str(getattr(error, "value", error)) == "Trigger timeout":
             return super().resume_execution(next_method, next_kwargs, context)  # type: ignore[misc]
         record = self._run_to_take_back(context)
         if record is None:
@@ -301,7 +302,7 @@ class RunLifecycle(LoadTestHookMixin):
             fail_on_alarm_severity=self.fail_on_alarm_severity,
             stop_on_alarm=self.stop_on_alarm,
             log_every_s=max(60.0, self.check_interval),
-            stop_on_timeout=self.stops_runs,
+            stop_on_timeout=self._may_stop("timeout"),
         )
 
     def _run_timeout_s(self) -> float | None:
@@ -326,14 +327,15 @@ class RunLifecycle(LoadTestHookMixin):
         self._watching = True
         try:
             outcome = self.hook.drive(
-                watch_run(run.bench_result_id, options, started_at=run.started_at), self.log
+                self._recording_stops(watch_run(run.bench_result_id, options, started_at=run.started_at)),
+                self.log,
             )
         except LoadTestApiError as exc:
             raise self._wait_ended_without_verdict(
                 run, f"the status API failed: {exc}", never_succeeds=exc.never_succeeds
             ) from exc
         except AirflowTaskTimeout as exc:
-            if not self.stops_runs:
+            if not self._may_stop("timeout"):
                 raise AirflowFailException(
                     f"The task's execution_timeout passed while run {run.bench_result_id} went; it was left "
                     "going (this task did not start it)."
@@ -380,27 +382,38 @@ class RunLifecycle(LoadTestHookMixin):
 
     # --- ending the task: who may stop the run ---------------------------------------------------
 
+    def _may_stop(self, cause: StopCause) -> bool:
+        """Whether this task stops a run for ``cause``. The operator started its run: every decision
+        stops it. A sensor overrides this: it stops only what it was asked to."""
+        return True
+
     def on_kill(self) -> None:
         """Airflow is ending this task's process: stop the load test only if someone decided it should end.
 
-        Airflow calls this when a person marks the task failed or successful or clears it, and equally when
-        the worker shuts down or restarts (SIGTERM) or the task's heartbeat was lost to an outage. The
-        task instance's state as the API server sees it tells which (``decisions.stops.cause_on_worker``);
-        unreadable or ambiguous means "leave the run going": the next try re-attaches to it. While the
-        task waits, the wait ends now (retryable when the worker is going away), instead of watching on
-        until the worker is killed.
+        Airflow calls this when a person marks the task failed or successful or clears it, when its
+        ``execution_timeout`` passes outside the wait, and equally when the worker shuts down or restarts
+        (SIGTERM) or the task's heartbeat was lost to an outage. The task instance's state as the API
+        server sees it tells which (``decisions.stops.cause_on_worker``); unreadable or ambiguous means
+        "leave the run going": the next try re-attaches to it. While the task waits, the wait ends now
+        (retryable when the worker is going away), instead of watching on until the worker is killed.
         """
         if self._kill is not None:  # a worker restart signals the task twice (its group, its supervisor)
             return
+        from airflow_provider_loadtest.compat import AirflowTaskTimeout
         from airflow_provider_loadtest.decisions.stops import cause_on_worker
 
-        readable, state = False, "no task instance"
-        ti = self._ti
-        if ti is not None:
-            answered, answer = _in_thread(lambda: task_instance_state(ti), KILL_QUERY_S)
-            readable, state = answer if answered else (False, answer)
-        cause = cause_on_worker(state, readable=readable)
-        detail = f"task instance state {state}" if readable else f"its state could not be read: {state}"
+        cause: StopCause | None
+        if isinstance(sys.exc_info()[1], AirflowTaskTimeout):
+            # Airflow calls on_kill inside its ``except AirflowTaskTimeout``: the task's own bound.
+            cause, detail = "timeout", "execution_timeout"
+        else:
+            readable, state = False, "no task instance"
+            ti = self._ti
+            if ti is not None:
+                answered, answer = _in_thread(lambda: task_instance_state(ti), KILL_QUERY_S)
+                readable, state = answer if answered else (False, answer)
+            cause = cause_on_worker(state, readable=readable)
+            detail = f"task instance state {state}" if readable else f"its state could not be read: {state}"
         self._kill = _Kill(cause, time.time(), detail)
         run = self._active_run
         if cause is None:
@@ -414,25 +427,30 @@ class RunLifecycle(LoadTestHookMixin):
             if self._watching and run is not None:
                 raise WorkerLeaving(f"the task's process was ended by its infrastructure ({detail})")
             return
-        if run is not None and self.stops_runs:
+        if run is not None and self._may_stop(cause):
             self._stop_for(
                 run, decision(run.bench_result_id, cause, self._kill.at, detail), bound_s=KILL_STOP_S
             )
         if self._watching and run is not None:
             raise WorkerLeaving(f"stopping: {decision(run.bench_result_id, cause, 0).why}")
 
+    def _act_on_a_decision_during_the_start(self, run: StartedRun) -> None:
+        """``on_kill`` came while the run was being started or looked up: a decision to end it is acted on
+        now, whatever the mode. The worker going away is not: the wait goes on (deferred, or by a retry)."""
+        if self._kill is not None and self._kill.cause is not None:
+            self._raise_if_killed(run)
+
     def _raise_if_killed(self, run: StartedRun) -> None:
         """``on_kill`` came before the wait began (during the start): act on it now."""
         if self._kill is None:
             return
-        if self._kill.cause is not None and self.stops_runs and run.bench_result_id not in self._stopped:
+        if self._kill.cause is not None and self._may_stop(self._kill.cause):
             self._stop_for(
                 run, decision(run.bench_result_id, self._kill.cause, self._kill.at, self._kill.detail)
             )
         if self._kill.cause is None:
-            raise self._left_going(
-                run, f"the task's process was ended by its infrastructure ({self._kill.detail})"
-            )
+            why = f"the task's process was ended by its infrastructure ({self._kill.detail})"
+            raise self._left_going(run, why)
         raise self._after_kill(run)
 
     def _after_kill(self, run: StartedRun) -> Exception:
@@ -442,18 +460,27 @@ class RunLifecycle(LoadTestHookMixin):
         if self._kill.cause is None:
             return self._left_going(run, self._kill.detail)
         why = decision(run.bench_result_id, self._kill.cause, self._kill.at).why
-        if not self.stops_runs:
+        if not self._may_stop(self._kill.cause):
             after = "it was left going (this task did not start it)"
         elif run.bench_result_id in self._stop_sent:
             after = "it was stopped"
         else:
-            after = "stopping it failed or was not done: check it in the web UI"
+            hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
+            after = f"stopping it failed. {hint}"
         return AirflowFailException(f"The task was ended: {why}; run {run.bench_result_id}: {after}.")
 
     def _left_going(self, run: StartedRun, why: str) -> Exception:
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
+        decided = self._decided.get(run.bench_result_id)
+        if decided is not None:
+            # The task had decided to stop it (its timeout, the gate) and recorded why: a retry takes
+            # that verdict, never a second run.
+            return AirflowException(
+                f"Stopped watching run {run.bench_result_id}: {why}. It was being stopped because "
+                f"{decided.why}; a retry of this task takes that verdict. {hint}"
+            )
         if self._store_works:
             return AirflowException(
                 f"Stopped watching run {run.bench_result_id}: {why}. It was not stopped: a retry of this "
@@ -467,20 +494,23 @@ class RunLifecycle(LoadTestHookMixin):
     def _stop_for(self, run: StartedRun, stop: StopDecision, *, bound_s: float | None = KILL_STOP_S) -> bool:
         """Stop ``run`` for ``stop``: the decision is recorded first (a retry must know the ABORTED is
         ours), then one stop call; never twice for the same run in one process. ``bound_s`` bounds the
-        whole (``on_kill`` has seconds before Airflow's SIGKILL)."""
+        whole (``on_kill`` has seconds before Airflow's SIGKILL).
+
+        A decision that cannot be recorded still stops the run: a person's or the task's decision stands,
+        and the next try has other evidence (a clear raises the DAG run's ``clear_number``; a timeout's
+        failure is final, so there is no next try to mislead)."""
         if run.bench_result_id in self._stopped:
-            return True
+            return run.bench_result_id in self._stop_sent
         self._stopped.add(run.bench_result_id)
+        self._decided[run.bench_result_id] = stop
 
         def record_then_stop() -> bool:
             if not self._record_stop(stop):
                 self.log.warning(
-                    "Not stopping run %s (%s): the decision could not be recorded, and a retry would take "
-                    "the stopped run for an abort from outside",
+                    "Could not record why run %s is stopped (%s); stopping it anyway",
                     run.bench_result_id,
                     stop.why,
                 )
-                return False
             self.log.warning("Stopping run %s: %s", run.bench_result_id, stop.why)
             self.hook.stop_run(run.bench_result_id)
             return True
@@ -502,10 +532,25 @@ class RunLifecycle(LoadTestHookMixin):
                 stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id),
             )
             return False
-        if value:
-            self._stop_sent.add(run.bench_result_id)
-            self.log.warning("Stopped run %s", run.bench_result_id)
-        return bool(value)
+        self._stop_sent.add(run.bench_result_id)
+        self.log.warning("Stopped run %s", run.bench_result_id)
+        return True
+
+    def _recording_stops(self, steps: Generator[Any, Any, R]) -> Generator[Any, Any, R]:
+        """``steps`` (a watch), with each stop the watch decides (``Stopping``: its deadline, the gate)
+        recorded before the stop call goes out, and remembered so no second stop follows it."""
+        from airflow_provider_loadtest.decisions.watch import Stopping
+
+        def record(action: Any) -> None:
+            if not isinstance(action, Stopping):
+                return
+            stop = decision(action.bench_result_id, action.cause, time.time())
+            self._stopped.add(stop.bench_result_id)
+            self._decided[stop.bench_result_id] = stop
+            if not self._record_stop(stop):
+                self.log.warning("Could not record why run %s is stopped", stop.bench_result_id)
+
+        return relay(steps, on_action=record)
 
     def _record_stop(self, stop: StopDecision) -> bool:
         """Remember ``stop`` where a retry finds it; ``False`` when it could not be. The operator writes it
@@ -516,6 +561,8 @@ class RunLifecycle(LoadTestHookMixin):
         """The watch stopped the run itself (its deadline, the gate while running): record the decision so
         a retry names the cause instead of "aborted from outside"."""
         if not outcome.stopped or outcome.reason not in ("timeout", "alarm"):
+            return
+        if outcome.bench_result_id in self._decided:  # recorded before its stop (``_recording_stops``)
             return
         cause: StopCause = "timeout" if outcome.reason == "timeout" else "gate"
         self._stopped.add(outcome.bench_result_id)
@@ -752,6 +799,42 @@ def refusing_what_cannot_succeed() -> Iterator[None]:
         raise
     except (ValueError, TemplateNotFoundError, AmbiguousTemplateError) as exc:
         raise AirflowFailException(f"{exc} (not retried: a retry would meet the same problem)") from exc
+
+
+_NOTHING: Any = object()
+
+
+def relay(
+    steps: Generator[Any, Any, R],
+    *,
+    on_action: Callable[[Any], None] | None = None,
+    first_answer: Any = _NOTHING,
+) -> Generator[Any, Any, R]:
+    """Pass a sans-I/O generator's actions through to a driver, answers and errors back, unchanged but
+    for: ``on_action`` sees each action first; ``first_answer`` answers its first request (a state read
+    a moment ago) without sending it."""
+    from airflow_provider_loadtest.api.errors import LoadTestApiError
+
+    send: Any = None
+    error: LoadTestApiError | None = None
+    if first_answer is not _NOTHING:
+        try:
+            steps.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        send = first_answer
+    while True:
+        try:
+            action = steps.throw(error) if error is not None else steps.send(send)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        send, error = None, None
+        if on_action is not None:
+            on_action(action)
+        try:
+            send = yield action
+        except LoadTestApiError as exc:
+            error = exc
 
 
 def _context_get(context: Any, key: str) -> Any:

@@ -48,6 +48,12 @@ def read_max_tries(ti: Any) -> int | None:
     return _whole(getattr(ti, "max_tries", None))
 
 
+def read_clear_number(context: Any) -> int | None:
+    """The DAG run's ``clear_number`` (raised by Airflow on every clear of the DAG run or its tasks)."""
+    dag_run = context.get("dag_run") if hasattr(context, "get") else None
+    return _whole(getattr(dag_run, "clear_number", None))
+
+
 def read_try_number(ti: Any) -> int | None:
     """The task instance's ``try_number`` (1 on its first try ever: it keeps counting across clears)."""
     return _whole(getattr(ti, "try_number", None))
@@ -67,6 +73,8 @@ class RunRecord:
     max_tries: int | None
     run: dict[str, Any] | None = None
     stopped: StopDecision | None = None
+    #: The DAG run's ``clear_number`` when the start was recorded: Airflow raises it on every clear.
+    clear_number: int | None = None
 
     def to_store(self) -> dict[str, Any]:
         return {
@@ -76,6 +84,7 @@ class RunRecord:
             "max_tries": self.max_tries,
             "run": self.run,
             "stopped": self.stopped.to_store() if self.stopped is not None else None,
+            "clear_number": self.clear_number,
         }
 
     @property
@@ -110,6 +119,7 @@ class RunRecord:
             max_tries=_whole(value.get("max_tries")),
             run=run,
             stopped=stopped,
+            clear_number=_whole(value.get("clear_number")),
         )
 
     def with_run(self, run: dict[str, Any]) -> RunRecord:
@@ -131,10 +141,21 @@ class TryPlan:
     action: Literal["start", "check_run", "refuse"]
     message: str | None = None
     stop_first: dict[str, Any] | None = None
+    #: The DAG run was cleared since the run was recorded (its ``clear_number`` grew), and no record
+    #: says whether this task was: a run found ABORTED was stopped by the clear (see ``on_recorded_run``).
+    clear_seen: bool = False
 
 
-def plan_try(record: RunRecord | None, *, max_tries: int | None) -> TryPlan:
-    """Decide from the stored record what this try of the task instance may do."""
+def plan_try(record: RunRecord | None, *, max_tries: int | None, clear_number: int | None = None) -> TryPlan:
+    """Decide from the stored record what this try of the task instance may do.
+
+    A clear is recognised three ways, whichever Airflow gave: the record of the try that was running
+    when it came (``stopped.by == "clear"``); a changed ``max_tries`` (Airflow sets it on a clear, and
+    nothing else changes it); a grown ``clear_number`` of the DAG run. The last is the only one a clear
+    of a *running* task leaves under Celery: the cleared try cannot write the record (Airflow gives the
+    task instance a new id first, and the state store is addressed by it) and the scheduler raises
+    ``max_tries`` only when the killed process reported success.
+    """
     if record is None:
         return TryPlan("start")
     if record.stopped is not None and record.stopped.is_clear:
@@ -143,7 +164,7 @@ def plan_try(record: RunRecord | None, *, max_tries: int | None) -> TryPlan:
             f"The task was cleared while run {record.bench_result_id} went (it was stopped at "
             f"{utc_text(record.stopped.at)}): starting a new load test of scenario {record.scenario_id!r}",
         )
-    if record.max_tries is not None and max_tries is not None and max_tries > record.max_tries:
+    if record.max_tries is not None and max_tries is not None and max_tries != record.max_tries:
         if record.run is None:
             return TryPlan(
                 "start",
@@ -160,22 +181,33 @@ def plan_try(record: RunRecord | None, *, max_tries: int | None) -> TryPlan:
         )
     if record.run is None:
         return TryPlan("refuse", uncertain_start_message(record.scenario_id, record.start_sent_at))
-    return TryPlan("check_run")
+    cleared = (
+        record.clear_number is not None and clear_number is not None and clear_number > record.clear_number
+    )
+    return TryPlan("check_run", clear_seen=cleared)
 
 
 def on_recorded_run(
-    state: str, *, restart_failed_runs: bool, stopped_here: bool = False
-) -> Literal["attach", "judge", "restart"]:
+    state: str, *, restart_failed_runs: bool, stopped_here: bool = False, clear_seen: bool = False
+) -> Literal["attach", "judge", "restart", "settle"]:
     """What a retry does with the run an earlier try recorded, given its state now.
 
     ``judge``: take its verdict through the normal end of the wait (alarms, files, gate), never starting
-    again. ``restart`` only after ERROR or ABORTED in the service, and only when the user opted in: a run
-    this package stopped itself (``stopped_here``: its timeout, its gate) carries its verdict.
+    again. ``restart`` after ERROR or ABORTED in the service only when the user opted in (a run this
+    package stopped itself, ``stopped_here``: its timeout, its gate, carries its verdict), and after an
+    ABORTED that a clear of the DAG run explains (``clear_seen``: the cleared try stopped it and asked
+    for a new run). ``settle``: a clear was seen and the run still goes: look again shortly, since a
+    stop takes the service a moment; a run still going then was not stopped by the clear, and is
+    re-attached to.
     """
     if state == FINISHED:
         return "judge"
+    if state == "ABORTED" and clear_seen and not stopped_here:
+        return "restart"
     if state in FAILED_STATES:
         return "restart" if restart_failed_runs and not stopped_here else "judge"
+    if clear_seen:
+        return "settle"
     return "attach"  # still going, or a state this version does not know: wait on it
 
 

@@ -45,7 +45,8 @@ _CAUSE_TEXT: dict[StopCause, str] = {
     "clear": "a person cleared the task",
     "marked_failed": "a person marked the task failed",
     "marked_success": "a person marked the task successful",
-    "state_changed": "a person changed the task's state",
+    "state_changed": "Airflow set the task instance skipped or removed (marked so, or the DAG run's "
+    "dagrun_timeout passed)",
     "timeout": "the task's timeout passed",
     "gate": "the quality gate broke while it ran",
 }
@@ -99,15 +100,17 @@ def cause_on_worker(ti_state: object, *, readable: bool) -> StopCause | None:
 
     ``None``: not a decision to end the run (the worker is shutting down or restarting, the heartbeat was
     lost, the state could not be read, or Airflow re-queued the task after losing it): leave the run going
-    for the next try. ``restarting`` is how Airflow marks a *running* task instance that a person cleared;
-    ``None`` as a state (``readable`` True) is a clear the scheduler already processed.
+    for the next try. ``restarting`` is how Airflow 3 marks a *running* task instance that a person
+    cleared. A state of ``None`` is not a clear here: Airflow sets a running task instance to ``None``
+    only when a restarted scheduler resets a task it cannot adopt (infrastructure); a clear turns the
+    RESTARTING task into ``None`` only after its process ended.
     """
     if not readable:
         return None
     state = _normal(ti_state)
-    if state in (None, "none", "restarting"):
+    if state == "restarting":
         return "clear"
-    return _PERSON_SET.get(state)
+    return _PERSON_SET.get(state) if state is not None else None
 
 
 def cause_in_triggerer(ti_state: object, *, readable: bool) -> StopCause | None:

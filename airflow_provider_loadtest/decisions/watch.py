@@ -94,6 +94,18 @@ class Log:
     level: int = logging.INFO
 
 
+@dataclass(frozen=True)
+class Stopping(Log):
+    """The watch decided to stop the run (its deadline, the gate while running); the stop call follows.
+
+    A ``Log`` to every driver (it is logged like one), so the drivers need not know it; the run
+    lifecycle intercepts it on the way to record the decision before the stop is sent.
+    """
+
+    bench_result_id: str = ""
+    cause: Literal["timeout", "gate"] = "timeout"
+
+
 Action = "ApiRequest[Any] | Sleep | Log"
 
 
@@ -265,7 +277,7 @@ def _gate_while_running(
     if not broken:
         return None
     stopped = yield from _stop(
-        bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0)
+        bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0), "gate"
     )
     return RunOutcome(
         bench_result_id=bench_result_id,
@@ -345,7 +357,7 @@ def _time_out(
     """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so; a watch
     told not to stop (a sensor on a run it did not start) leaves it going."""
     if stop:
-        stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+        stopped = yield from _stop(bench_result_id, "the task's timeout passed", at, "timeout")
         after = "it was stopped." if stopped else "stopping it failed: stop it in the web UI."
     else:
         stopped, after = False, "it was left going (stop_on_timeout is off)."
@@ -397,9 +409,11 @@ def _log_progress(bench_result_id: str, state: str, deadline: float | None) -> G
     yield Log(", ".join(parts))
 
 
-def _stop(bench_result_id: str, why: str, from_time: float) -> Generator[Any, Any, bool]:
+def _stop(
+    bench_result_id: str, why: str, from_time: float, cause: Literal["timeout", "gate"]
+) -> Generator[Any, Any, bool]:
     """Stop the run, its tries bounded to ``STOP_GRACE_S`` past ``from_time`` (epoch seconds)."""
-    yield Log(f"Stopping run {bench_result_id}: {why}", logging.WARNING)
+    yield Stopping(f"Stopping run {bench_result_id}: {why}", logging.WARNING, bench_result_id, cause)
     try:
         answer = yield replace(endpoints.stop_run(bench_result_id), deadline=from_time + STOP_GRACE_S)
     except LoadTestApiError as exc:

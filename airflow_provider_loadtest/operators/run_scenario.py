@@ -22,6 +22,7 @@ from airflow_provider_loadtest.decisions.run_record import (
     on_recorded_run,
     plan_try,
     positive_seconds,
+    read_clear_number,
     read_max_tries,
     read_try_number,
     uncertain_start_message,
@@ -38,6 +39,16 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.stops import StopDecision
 
 __all__ = ["DEFAULT_CONN_ID", "RUN_RECORD_KEY", "RunScenarioOperator", "check_literal_ids"]
+
+#: How long a try that saw a clear of its DAG run watches the earlier run for the stop the cleared try
+#: sent, and how often it looks (the service takes a moment to turn a stopped run ABORTED).
+CLEAR_SETTLE_S = 60.0
+CLEAR_SETTLE_POLL_S = 5.0
+
+
+def _pause(seconds: float) -> None:
+    """Indirection so tests can check the waits without spending them."""
+    time.sleep(seconds)
 
 
 class RunScenarioOperator(RunLifecycle, BaseOperator):
@@ -206,6 +217,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             self._check_file_settings()
             self._gate_spec()
             run, earlier_state = self._attach_or_start(context)
+        self._act_on_a_decision_during_the_start(run)
         if not self.wait_for_completion:
             return run.to_xcom()
         return self._wait_for(context, run, earlier_state)
@@ -241,15 +253,23 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                 store = None  # the first try ever: no earlier start to find, but none can be recorded
         self._store = store
         self._record = record
-        plan = plan_try(record, max_tries=max_tries)
+        clear_number = read_clear_number(context)
+        plan = plan_try(record, max_tries=max_tries, clear_number=clear_number)
         if plan.action == "refuse":
             raise AirflowFailException(plan.message)
         if plan.action == "check_run" and record is not None and record.run is not None:
             run = StartedRun.from_xcom(record.run)
-            state = str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
+            state = self._run_state(run)
             step = on_recorded_run(
-                state, restart_failed_runs=self.restart_failed_runs, stopped_here=record.stopped is not None
+                state,
+                restart_failed_runs=self.restart_failed_runs,
+                stopped_here=record.stopped is not None,
+                clear_seen=plan.clear_seen,
             )
+            if step == "settle":
+                state = self._settled_state(run, state)
+                step = on_recorded_run(state, restart_failed_runs=self.restart_failed_runs, clear_seen=True)
+                step = "attach" if step == "settle" else step
             if step == "attach":
                 self.log.info(
                     "Re-attaching to run %s started by an earlier try (state %s)", run.bench_result_id, state
@@ -262,16 +282,36 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                     state,
                 )
                 return self._adopt(context, run), state
-            self.log.warning(
-                "Run %s of an earlier try ended %s: starting a new run (restart_failed_runs=True)",
-                run.bench_result_id,
-                state,
-            )
+            if plan.clear_seen and state == "ABORTED":
+                self.log.warning(
+                    "The DAG run was cleared after run %s started, and the run ended ABORTED: the clear of "
+                    "this task stopped it. Starting the new run the clear asked for",
+                    run.bench_result_id,
+                )
+            else:
+                self.log.warning(
+                    "Run %s of an earlier try ended %s: starting a new run (restart_failed_runs=True)",
+                    run.bench_result_id,
+                    state,
+                )
         elif plan.message:
             self.log.warning("%s", plan.message)
         if plan.stop_first is not None:
             self._stop_run_of_before_the_clear(StartedRun.from_xcom(plan.stop_first))
-        return self._adopt(context, self._start_recorded(store, max_tries)), None
+        return self._adopt(context, self._start_recorded(store, max_tries, clear_number)), None
+
+    def _run_state(self, run: StartedRun) -> str:
+        return str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
+
+    def _settled_state(self, run: StartedRun, state: str) -> str:
+        """A clear of the DAG run came after ``run`` started, and it still goes: if the clear was this
+        task's, its try has just asked the service to stop it, which takes a moment. Look again for up to
+        ``CLEAR_SETTLE_S``; a run still going then was not stopped by the clear."""
+        deadline = time.monotonic() + CLEAR_SETTLE_S
+        while not is_terminal(state) and time.monotonic() < deadline:
+            _pause(CLEAR_SETTLE_POLL_S)
+            state = self._run_state(run)
+        return state
 
     def _stop_run_of_before_the_clear(self, run: StartedRun) -> None:
         """A person cleared the task while its run went, and the try that watched it could not stop it
@@ -289,14 +329,15 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             return
         self._stop_for(run, decision(run.bench_result_id, "clear", time.time()), bound_s=None)
 
-    def _start_recorded(self, store: Any, max_tries: int | None) -> StartedRun:
+    def _start_recorded(self, store: Any, max_tries: int | None, clear_number: int | None) -> StartedRun:
         """Send the start, with "start in flight" recorded before and the run recorded after."""
         from airflow_provider_loadtest.api.errors import LoadTestApiError
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 
         start = self._prepare_start()
+        self._refuse_to_start_if_killed()
         sent_at = time.time()
-        record = RunRecord(start.scenario_id, sent_at, max_tries)
+        record = RunRecord(start.scenario_id, sent_at, max_tries, clear_number=clear_number)
         if store is not None:
             try:
                 store.set(RUN_RECORD_KEY, record.to_store())
@@ -305,6 +346,9 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                     f"Could not record in the task state store that a start is in flight ({exc}): not "
                     "starting a load test a retry could not find. Nothing was started."
                 ) from exc
+            if self._kill is not None:  # on_kill came while the record was written: nothing is sent
+                _store_delete(store, self.log)
+                self._refuse_to_start_if_killed()
         try:
             run = self._send_start(start, sent_at)
         except LoadTestApiError as exc:
@@ -323,6 +367,23 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             except Exception as exc:
                 self._no_working_store(f"the started run could not be recorded in the store ({exc})")
         return run
+
+    def _refuse_to_start_if_killed(self) -> None:
+        """Airflow is ending this task (``on_kill`` came before the start was sent): start nothing."""
+        if self._kill is None:
+            return
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
+        from airflow_provider_loadtest.decisions.stops import decision
+
+        if self._kill.cause is None:
+            raise AirflowException(
+                f"The task's process is being ended ({self._kill.detail}) before its load test was started: "
+                "nothing was started; a retry starts it."
+            )
+        why = decision("", self._kill.cause, self._kill.at).why
+        raise AirflowFailException(
+            f"The task was ended before its load test was started: {why}. Nothing was started."
+        )
 
     def _no_working_store(self, why: str) -> None:
         """Say once why this try runs without a record a retry could use, and make failures final."""

@@ -12,21 +12,30 @@ Imported at DAG-parse time: nothing heavy at module level.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_loadtest.compat import conf
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
-from airflow_provider_loadtest.run_lifecycle import RunLifecycle, _context_get, refusing_what_cannot_succeed
+from airflow_provider_loadtest.run_lifecycle import (
+    RunLifecycle,
+    _context_get,
+    refusing_what_cannot_succeed,
+    relay,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
     from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.decisions.stops import StopCause
     from airflow_provider_loadtest.decisions.watch import WatchOptions
+
+
+R = TypeVar("R")
 
 
 class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
@@ -59,7 +68,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     the run's state (default 10 s, as the official clients poll), ``timeout`` how long to wait (past it
     the sensor fails, or skips with ``soft_fail``, and the run is left going unless
     ``stop_on_timeout``), and the poke and reschedule modes both work: each look is one call for the
-    state (and, while running with ``stop_on_alarm``, one for the alarms).
+    state (and, while running with ``stop_on_alarm``, one for the alarms), the first of which also checks
+    that the service knows the run.
 
     Returns (XCom ``return_value``) the same dict as ``RunScenarioOperator`` once it waited: the run's
     ids and report link, ``state``, ``duration_s`` (from the start time when the dict gave one, else
@@ -132,9 +142,9 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         self.workspace_id = workspace_id
         self.report_id = report_id
         self.stop_on_timeout = stop_on_timeout
-        self.stops_runs = stop_on_timeout  # an instance's choice: it did not start the run
         self.loadtest_conn_id = loadtest_conn_id
         self._run: StartedRun | None = None
+        self._known_state: Any = None  # the bench result read when the run was resolved
 
     # --- the task ------------------------------------------------------------------------------
 
@@ -148,7 +158,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             self._gate_spec()
             run = self._adopt(context, self._resolve_run(context))
         if self.deferrable:
-            first = self.poke(context)
+            first = self._soft(lambda: self.poke(context))
             if first.is_done:
                 return first.xcom_value
             return self._wait_for(context, run, None)
@@ -165,6 +175,18 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
                 self._stop_for(run, stop)
             raise
 
+    def _soft(self, look: Callable[[], PokeReturnValue]) -> PokeReturnValue:
+        """A look outside Airflow's sensor loop (the deferrable sensor's first), failing as that loop
+        would: with ``soft_fail``, a failed verdict skips the task."""
+        from airflow_provider_loadtest.compat import AirflowFailException, AirflowSkipException
+
+        try:
+            return look()
+        except (AirflowFailException, _sensor_timeout()) as exc:
+            if self.soft_fail:
+                raise AirflowSkipException("Skipping due to soft_fail is set to True.") from exc
+            raise
+
     def poke(self, context: Context) -> PokeReturnValue:
         """One look at the run: not done while it goes; once it ended, its verdict (or its failure)."""
         from dataclasses import replace
@@ -174,7 +196,11 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         run = self._run if self._run is not None else self._adopt(context, self._resolve_run(context))
         # Airflow's sensor loop keeps the sensor's timeout between looks; a look has no deadline of its own.
         options = replace(super()._watch_options(context, run), check_interval_s=float(self.poke_interval))
-        outcome = self.hook.drive(poll_run(run.bench_result_id, options, started_at=run.started_at), self.log)
+        steps = poll_run(run.bench_result_id, options, started_at=run.started_at)
+        known, self._known_state = self._known_state, None
+        if known is not None:  # this look's state was read when the run was resolved: no second call
+            steps = relay(steps, first_answer=known)
+        outcome = self.hook.drive(steps, self.log)
         if outcome is None:
             return PokeReturnValue(is_done=False)
         self._remember_watch_stop(outcome)
@@ -185,6 +211,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     def _resolve_run(self, context: Context) -> StartedRun:
         """The run to watch, from an id or the operator's dict; an id the service does not know fails
         at once (never retried)."""
+        from dataclasses import replace
+
         from airflow_provider_loadtest.api.validation import validate_path_id
         from airflow_provider_loadtest.decisions.runs import StartedRun
 
@@ -196,6 +224,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             run_id = validate_path_id("bench_result_id", given)
             run = None
         result = self.hook.get_bench_result(run_id)  # 404 -> "not found: check the id", never retried
+        self._known_state = result
         if run is None:
             workspace_id = validate_path_id("workspace_id", self.workspace_id) if self.workspace_id else None
             report_id = validate_path_id("report_id", self.report_id) if self.report_id else None
@@ -214,6 +243,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
                 report_url=url,
                 started_at=self._began(context),
             )
+        if not isinstance(run.started_at, int | float) or isinstance(run.started_at, bool):
+            run = replace(run, started_at=self._began(context))  # a dict without a start time
         if self.report_pdf_destination and not run.report_id:
             raise ValueError(
                 "report_pdf_destination needs the run's report: give report_id, or the dict "
@@ -240,6 +271,13 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         if options.deadline is not None:
             deadline = min(deadline, options.deadline)
         return replace(options, deadline=deadline, check_interval_s=float(self.poke_interval))
+
+    def _may_stop(self, cause: StopCause) -> bool:
+        """Only what it was asked to: its timeout with ``stop_on_timeout``, the gate with ``stop_on_alarm``;
+        never a person's action (it did not start the run)."""
+        if cause == "timeout":
+            return self.stop_on_timeout
+        return cause == "gate"
 
     def _store_holds(self, context: Context, run: StartedRun) -> None:
         """A retry of a sensor needs no record: it watches the same run id again."""

@@ -25,6 +25,9 @@ class LoadTestRunTrigger(BaseTrigger):
     :param run_record: the ``StartedRun`` dict, handed back to ``execute_complete`` untouched.
     :param options: ``WatchOptions`` as JSON (interval, deadline, gate).
     :param started_at: epoch seconds when the run started, for the duration.
+    :param stops_on_kill: whether a person ending the task stops the run (``RunScenarioOperator``: yes,
+        it started it; ``LoadTestRunSensor``: no). Triggers stored by earlier versions had no such
+        field and belong to the operator.
     """
 
     def __init__(
@@ -34,12 +37,14 @@ class LoadTestRunTrigger(BaseTrigger):
         run_record: dict[str, Any],
         options: dict[str, Any],
         started_at: float,
+        stops_on_kill: bool = True,
     ) -> None:
         super().__init__()
         self.loadtest_conn_id = loadtest_conn_id
         self.run_record = run_record
         self.options = options
         self.started_at = started_at
+        self.stops_on_kill = stops_on_kill
 
     @property
     def bench_result_id(self) -> str:
@@ -53,6 +58,7 @@ class LoadTestRunTrigger(BaseTrigger):
                 "run_record": self.run_record,
                 "options": self.options,
                 "started_at": self.started_at,
+                "stops_on_kill": self.stops_on_kill,
             },
         )
 
@@ -121,6 +127,9 @@ class LoadTestRunTrigger(BaseTrigger):
         from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
         from airflow_provider_loadtest.run_lifecycle import task_instance_state
 
+        if not self.stops_on_kill:
+            self.log.info("No longer watching run %s here; this task never stops it", self.bench_result_id)
+            return
         ti = getattr(self, "task_instance", None)
         readable, state = False, "no task instance"
         if ti is not None:

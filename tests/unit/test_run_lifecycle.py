@@ -483,6 +483,7 @@ def test_start_in_flight_is_recorded_before_the_start_request(
             "max_tries": 2,
             "run": None,
             "stopped": None,
+            "clear_number": None,
         }
     ]
     assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"

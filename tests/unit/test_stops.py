@@ -53,7 +53,7 @@ from tests.unit.test_run_lifecycle import (
         (None, False, None),  # the API server cannot be reached (a database outage)
         ("failed", False, None),  # whatever it says, unreadable means unknown
         ("restarting", True, "clear"),  # a person cleared the running task
-        (None, True, "clear"),  # the clear already processed by the scheduler
+        (None, True, None),  # a restarted scheduler resetting a task it cannot adopt: infrastructure
         ("failed", True, "marked_failed"),
         ("success", True, "marked_success"),
         ("FAILED", True, "marked_failed"),  # the enum's value, any case
@@ -282,22 +282,24 @@ def test_a_kill_during_the_start_is_acted_on_once_the_run_is_known(
     assert _posts(requests_mock, STOP_URL) == 1
 
 
-def test_an_unrecordable_decision_does_not_stop_the_run(
+def test_an_unrecordable_decision_still_stops_the_run(
     loadtest_conn: str,
     requests_mock: rm.Mocker,
     clock: list[float],
     ti_state: list[Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A stop the record cannot explain would be judged "aborted from outside" by the retry: keep the run."""
+    """A person's decision stands even when the record cannot be written (a clear of a running task
+    gives it a new id, and the store, addressed by id, answers 404): the next try recognises the clear
+    by the DAG run's clear_number instead."""
     ti_state[:] = [True, "restarting"]
     _service(requests_mock, ["RUNNING"] * 5)
     store = FakeStateStore(fail_sets=(3,))  # in flight, the run, then the decision's write fails
     op = _op(check_interval=10)
     _killed_during_the_wait(monkeypatch, op, clock)
-    with pytest.raises(AirflowException):
+    with pytest.raises(AirflowFailException, match="it was stopped"):
         op.execute(_context(store))  # type: ignore[arg-type]
-    assert _posts(requests_mock, STOP_URL) == 0
+    assert _posts(requests_mock, STOP_URL) == 1
 
 
 def test_a_retry_names_the_timeout_that_stopped_its_run_not_outside(
@@ -446,3 +448,66 @@ def test_a_trigger_that_failed_to_load_in_the_triggerer_is_taken_back_by_the_wor
 
     with pytest.raises(TaskDeferralTimeout):
         _op(deferrable=True).resume_execution("__fail__", {"error": "Trigger timeout"}, context)  # type: ignore[arg-type]
+
+
+def _cleared_dag_run(context: dict[str, Any], clear_number: int) -> dict[str, Any]:
+    from types import SimpleNamespace
+
+    context["dag_run"] = SimpleNamespace(clear_number=clear_number, run_id="r", conf={})
+    return context
+
+
+@pytest.mark.parametrize(
+    ("old_run", "runs", "stops"),
+    [
+        (["RUNNING", "RUNNING", "ABORTED"], 2, 0),  # the cleared try's stop lands while we look: new run
+        (["RUNNING"] * 20, 1, 0),  # still going after the settle time: not stopped by a clear, re-attach
+        (["FINISHED"], 1, 0),  # it finished: its verdict
+    ],
+    ids=["stopped-by-the-clear", "another-task-was-cleared", "finished"],
+)
+def test_a_grown_clear_number_is_read_with_the_run_it_left(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    old_run: list[str],
+    runs: int,
+    stops: int,
+) -> None:
+    """A clear of the DAG run since the run was recorded, with nothing else to tell: a run that turns
+    ABORTED within the settle time was stopped by the clear of this task (a new run starts); a run still
+    going was not (another task of the DAG run was cleared while this one was being retried): re-attach,
+    never a second run beside it."""
+    from airflow_provider_loadtest.operators import run_scenario
+
+    monkeypatch.setattr(run_scenario, "_pause", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(run_scenario.time, "monotonic", lambda: clock[0])
+    record = {**_record(_saved_record(), max_tries=1), "clear_number": 0}
+    store = FakeStateStore({RUN_RECORD_KEY: record})
+    _service(requests_mock, [*old_run, "RUNNING", "FINISHED"])
+    context = _cleared_dag_run(_context(store, max_tries=1, try_number=2), clear_number=1)
+    _op(check_interval=10).execute(context)  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == runs - 1  # the old run was started before this test
+    assert _posts(requests_mock, STOP_URL) == stops
+
+
+def test_the_clear_number_is_recorded_with_the_start(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    _service(requests_mock, ["FINISHED"])
+    store = FakeStateStore()
+    _op().execute(_cleared_dag_run(_context(store), clear_number=3))  # type: ignore[arg-type]
+    assert store.data[RUN_RECORD_KEY]["clear_number"] == 3
+
+
+def test_the_trigger_carries_who_may_stop_the_run() -> None:
+    """A sensor's deferred wait never stops the run on a person's action; triggers stored by earlier
+    versions (no field) were the operator's."""
+    trigger = LoadTestRunTrigger(
+        loadtest_conn_id="c", run_record=_saved_record(), options={}, started_at=0, stops_on_kill=False
+    )
+    _, kwargs = trigger.serialize()
+    assert kwargs["stops_on_kill"] is False
+    del kwargs["stops_on_kill"]
+    assert LoadTestRunTrigger(**kwargs).stops_on_kill is True
