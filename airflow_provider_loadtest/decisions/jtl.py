@@ -219,7 +219,7 @@ class JtlFile:
         if self._gzip is None and self._head:  # fewer bytes than a gzip magic: plain text
             self._gzip = False
             self._decoded(self._head)
-        if self._gzip and (self._inflater is not None or self._head):
+        if self._gzip and (self._inflater is not None or self._head.strip(b"\0")):
             raise JtlError(f"{self.name} ends before the end of its gzip stream (a truncated download?)")
         tail = self._decoder.decode(b"", final=True)
         if tail:
