@@ -319,6 +319,8 @@ class GateRow:
     change_pct: float | None = None
     max_regression_pct: float | None = None
     reason: str | None = None
+    #: The JTL label a per-transaction row is about (None: the run as a whole).
+    transaction: str | None = None
 
     def to_xcom(self) -> dict[str, Any]:
         return asdict(self)
