@@ -29,7 +29,6 @@ from airflow_provider_loadtest.decisions.jtl_figures import (
     JtlSummary,
     LabelFigures,
     columns_for,
-    count_values,
     is_whole,
 )
 
@@ -397,10 +396,12 @@ class JtlFile:
                             "after dynamic values (ids in URLs?) cannot be gated per transaction"
                         )
                     figures = labels[label] = LabelFigures()
-                outcomes = figures.outcomes
-                count_values(outcomes, map(success, group))
-                if len(outcomes) > 2 or not outcomes.keys() <= {"true", "false"}:
+                outcomes = list(map(success, group))
+                failed = outcomes.count("false")
+                if failed + outcomes.count("true") != len(outcomes):
                     self._malformed(columns, rows, lambda row: success(row) in ("true", "false"), "success")
+                figures.hits += len(outcomes)
+                figures.errors += failed
                 figures.elapsed.add(map(elapsed, group))
                 if latency is not None:
                     figures.latency.add(map(latency, group))

@@ -242,11 +242,11 @@ class Times(Moments):
 class LabelFigures:
     """What one file (or the whole run) holds about one label so far."""
 
-    __slots__ = ("bytes", "connect", "elapsed", "latency", "outcomes", "sent_bytes")
+    __slots__ = ("bytes", "connect", "elapsed", "errors", "hits", "latency", "sent_bytes")
 
     def __init__(self) -> None:
-        #: How many samples said ``true`` and ``false`` (and anything else, which the parser refuses).
-        self.outcomes: Counter[str] = Counter()
+        self.hits = 0
+        self.errors = 0
         self.elapsed = Times("elapsed")
         self.latency = Moments("Latency")
         self.connect = Moments("Connect")
@@ -260,7 +260,8 @@ class LabelFigures:
             moments.spill()
 
     def merge(self, other: LabelFigures) -> None:
-        self.outcomes.update(other.outcomes)
+        self.hits += other.hits
+        self.errors += other.errors
         self.elapsed.merge(other.elapsed)
         self.latency.merge(other.latency)
         self.connect.merge(other.connect)
@@ -269,11 +270,10 @@ class LabelFigures:
 
     def stats(self, label: str, columns: frozenset[str], span_s: float | None) -> TransactionStats:
         """The label's figures, for the optional ``columns`` every file had."""
-        hits = sum(self.outcomes.values())
         return TransactionStats(
             label=label,
-            hits=hits,
-            errors=self.outcomes.get("false", 0),
+            hits=self.hits,
+            errors=self.errors,
             elapsed=self.elapsed.distribution(),
             latency=self.latency.distribution() if "Latency" in columns else None,
             connect=self.connect.distribution() if "Connect" in columns else None,
