@@ -198,3 +198,11 @@ def test_the_slowest_five_by_p95_with_hits_and_errors() -> None:
 
 def test_no_transaction_at_all() -> None:
     assert slowest_text(read({"lg-1.jtl": b""})) == "No transaction sampled in 1 JTL file(s)."
+
+
+def test_the_sample_metrics_are_service_metric_ids_that_can_be_gated() -> None:
+    from airflow_provider_loadtest.decisions.gate import METRIC_DIRECTIONS, Direction
+    from airflow_provider_loadtest.decisions.jtl_figures import SAMPLE_METRICS
+
+    assert set(SAMPLE_METRICS) <= set(METRIC_DIRECTIONS)
+    assert all(METRIC_DIRECTIONS[m] is not Direction.BREAKDOWN for m in SAMPLE_METRICS)
