@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor lint test unit unit-floor demo bench browser chaos clean
+.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -45,9 +45,36 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The whole suite: lint, type check, unit and integration tests (real simulator, real Airflow) on the
-# locked newest Airflow, then the unit tests again on the oldest Airflow we declare.
-test: lint
+# The documentation, warnings as errors, into build/docs/ (gitignored; open build/docs/index.html):
+# docs/*.md as they are, and the reference generated from the docstrings and signatures
+# (devtools/docs_reference.py lists the modules). About 2 s; the toolchain is the `docs` group.
+docs: venv
+	$(BIN)/python -m mkdocs build --strict
+	@echo "docs built: build/docs/index.html"
+
+# What the suite installs outside the repository, said before it happens: the browser check
+# (tests/integration/test_browser_check.py -> devtools/browser_check.py) apt-installs Debian's chromium
+# when it is missing and this is root with apt-get; otherwise that one test is skipped.
+define ANNOUNCE_CHROMIUM
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "NOTE: make $(MAKECMDGOALS) will install Debian's chromium SYSTEM-WIDE (apt-get update && apt-get install -y chromium," \
+				"about 150 MB to download, up to 500 MB on disk) for the real-browser check of the connection form" \
+				"(devtools/browser_check.py). It stays installed afterwards (apt-get remove chromium removes it)."; \
+		else \
+			echo "NOTE: chromium is missing and cannot be installed here (needs apt-get as root):" \
+				"the real-browser check will be skipped."; \
+		fi; \
+	fi
+endef
+
+# First, before anything else runs (make builds prerequisites left to right).
+announce-system-installs:
+	$(ANNOUNCE_CHROMIUM)
+
+# The whole suite: lint, type check, the docs, unit and integration tests (real simulator, real Airflow)
+# on the locked newest Airflow, then the unit tests again on the oldest Airflow we declare.
+test: announce-system-installs lint docs
 	$(BIN)/python -m pytest
 	$(MAKE) unit-floor
 
@@ -63,16 +90,28 @@ demo: venv
 
 # The connection form in a real headless chromium (installed with apt-get when missing): see
 # devtools/browser_check.py. `make test` runs it too (tests/integration/test_browser_check.py).
-browser: venv
+browser: announce-system-installs venv
 	$(BIN)/python -m devtools.browser_check
 
 # The benchmarks: each figure against a baseline measured in the same run. A full run writes its tables
 # into docs/performance.md. The environment gets the `bench` dependency group on top (the peers measured
 # beside us: dbt Cloud and HTTP providers); `make venv` (and so `make test`) removes it again.
 # BENCH_ARGS=--smoke runs each one small (what CI runs, without the peers, so they cannot rot).
-bench: $(UV)
+bench: $(UV) otava-venv
 	$(UV) sync --locked --group bench --python $(PYTHON)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# Apache Otava, the peer of benchmarks/gate_quality.py, in a venv of its own: it pins its own numpy and
+# scipy, so it is never a dependency of the package nor of a group (benchmarks/otava_peer.py runs in it).
+OTAVA_VENV := .venv-otava
+OTAVA_VERSION := 0.8.0
+$(OTAVA_VENV)/.built: | $(UV)
+	rm -rf $(OTAVA_VENV)
+	$(UV) venv --quiet --python $(PYTHON) $(OTAVA_VENV)
+	VIRTUAL_ENV=$(OTAVA_VENV) $(UV) pip install --quiet apache-otava==$(OTAVA_VERSION)
+	echo $(OTAVA_VERSION) > $@
+
+otava-venv: $(OTAVA_VENV)/.built
 
 # The chaos run of issue 10: 240 task instances (sync and deferrable, with retries) against a simulator
 # with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
@@ -80,4 +119,4 @@ chaos: venv
 	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
 
 clean:
-	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache

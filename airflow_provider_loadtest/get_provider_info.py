@@ -46,7 +46,10 @@ def get_provider_info() -> dict[str, Any]:
         "sensors": [
             {
                 "integration-name": _INTEGRATION,
-                "python-modules": ["airflow_provider_loadtest.sensors.template"],
+                "python-modules": [
+                    "airflow_provider_loadtest.sensors.template",
+                    "airflow_provider_loadtest.sensors.run",
+                ],
             }
         ],
         "triggers": [

@@ -54,6 +54,7 @@ class Module:
 MODULES = [
     Module("ours: operators.run_scenario", "import airflow_provider_loadtest.operators.run_scenario", True),
     Module("ours: sensors.template", "import airflow_provider_loadtest.sensors.template", True),
+    Module("ours: sensors.run", "import airflow_provider_loadtest.sensors.run", True),
     Module("ours: operators.report", "import airflow_provider_loadtest.operators.report", True),
     Module(
         "Airflow's base classes (any operator pays these)",

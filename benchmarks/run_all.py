@@ -55,6 +55,9 @@ BENCHMARKS = [
     Benchmark("jtl_read.py", [], ["--samples", "20000", "50000", "--rounds", "1"], json=True),
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
+    # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
+    # .venv-otava exists (make otava-venv, which make bench runs). --smoke: two small cells, no Otava.
+    Benchmark("gate_quality.py", ["--docs", "docs/gate_quality.md"], ["--smoke"], json=True),
 ]
 
 
@@ -353,6 +356,45 @@ def growth(results: Any) -> str:
     return text
 
 
+def gate_quality_rows(result: Any) -> list[list[str]]:
+    goals = result["targets"]
+
+    def where(figure: dict[str, Any]) -> str:
+        return f"{figure['shape']} noise, CV {figure['cv'] * 100:.0f} %"
+
+    def peers(key: str, unit: str) -> str:
+        found = []
+        for rule, figures in goals["peers"].items():
+            figure = figures.get(key)
+            if figure is not None and figure["value"] is not None:
+                found.append(f"{rule}: {figure['value']:.{2 if unit == '' else 0}f}{unit} ({where(figure)})")
+            elif rule == "otava":
+                found.append("otava: not run (make otava-venv)")
+        return "; ".join(found)
+
+    def cells(key: str, unit: str) -> Callable[[], list[str]]:
+        def read() -> list[str]:
+            figure = goals[key]
+            ours = f"{figure['value']:.{2 if unit == '' else 0}f}{unit} (worst: {where(figure)})"
+            return [ours, peers(key, unit), _verdict(figure["met"])]
+
+        return read
+
+    return [
+        row("Gate: false alarms per 100 clean nights, worst noise level", "<= 1", cells("false_alarms", "")),
+        row(
+            "Gate: a 4 sd step failed on its first night, worst noise level",
+            ">= 90 %",
+            cells("first_night_4sd", " %"),
+        ),
+        row(
+            "Gate: a 2.5 sd step failed within three nights, worst noise level",
+            ">= 90 %",
+            cells("within3_2_5sd", " %"),
+        ),
+    ]
+
+
 #: Each benchmark's budget rows, read from its --json figures or else from its printed tables.
 BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("dag_parse.py", dag_parse_rows),
@@ -361,6 +403,7 @@ BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("models_parse.py", models_rows),
     ("jtl_read.py", jtl_rows),
     ("demo_split.py", demo_rows),
+    ("gate_quality.py", gate_quality_rows),
 ]
 
 

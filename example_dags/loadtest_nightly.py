@@ -55,9 +55,10 @@ with DAG(
         fail_on_alarm_severity="CRITICAL",
         # Past two hours something is wrong: the run is stopped (no runaway bill) and the task fails.
         timeout=timedelta(hours=2),
-        # Safe to retry: a retry re-attaches to the run the failed try started (or keeps its verdict
-        # if it FINISHED) instead of starting a second, billed load test; only a run that ended in
-        # ERROR or ABORTED is started again.
+        # Safe to retry: a retry re-attaches to the run the failed try started (Airflow 3.3+): it waits
+        # on a run still going and keeps the verdict of a FINISHED one, instead of starting a second,
+        # billed load test. A run that ended in ERROR or ABORTED fails the task without retries: it is
+        # not started again unless restart_failed_runs=True.
         retries=2,
         retry_delay=timedelta(minutes=2),
         # Waiting happens on the worker, or in the triggerer when [operators] default_deferrable is

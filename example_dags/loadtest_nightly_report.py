@@ -49,8 +49,8 @@ with DAG(
         # Saved before the task's verdict, so the JUnit XML exists for a failed night too.
         junit_destination=NIGHT_FOLDER + "/junit.xml",
         # A retry re-attaches to the run the failed try started (Airflow 3.3+): it waits on it, or keeps
-        # its verdict if it FINISHED (then only saves the files again); only a run that ended in ERROR
-        # or ABORTED is started anew.
+        # its verdict if it FINISHED (then only saves the files again). A run that ended in ERROR or
+        # ABORTED is not started again unless restart_failed_runs=True.
         retries=2,
         retry_delay=timedelta(minutes=2),
     )

@@ -16,11 +16,26 @@ from enum import Enum
 from typing import Any
 
 from airflow_provider_loadtest.api.validation import is_templated, validate_path_id
+from airflow_provider_loadtest.decisions.history import (
+    BUDGET,
+    HISTORY,
+    NOT_MEASURED,
+    PASS,
+    REGRESSION,
+    STATUSES,
+    GateHistory,
+    HistorySettings,
+    HistoryUnreadable,
+    SeriesHistory,
+    judge_night,
+)
 
 #: ``baseline="previous"``: the run of the latest earlier DAG run of this task whose verdict passed.
 PREVIOUS = "previous"
 #: XCom key under which a passing run leaves its gate values for later DAG runs to compare against.
 BASELINE_XCOM_KEY = "loadtest_gate_baseline"
+#: ``baseline="history"`` settings when the task gives none.
+DEFAULT_HISTORY = HistorySettings()
 
 
 class Direction(Enum):
@@ -190,11 +205,11 @@ def parse_regression(value: object) -> dict[str, float]:
 
 
 def parse_baseline(value: object) -> str | None:
-    """``baseline``: None, ``"previous"``, or a bench result id."""
+    """``baseline``: None, ``"previous"``, ``"history"``, or a bench result id."""
     if value is None or value == "":
         return None
-    if value == PREVIOUS:
-        return PREVIOUS
+    if value in (PREVIOUS, HISTORY):
+        return str(value)
     return validate_path_id("baseline", value)
 
 
@@ -205,15 +220,27 @@ class GateSpec:
     budgets: Mapping[str, Budget]
     max_regression_pct: Mapping[str, float]
     baseline: str | None
+    history: HistorySettings = DEFAULT_HISTORY
 
     @classmethod
-    def parse(cls, metric_budgets: object, max_regression_pct: object, baseline: object) -> GateSpec:
+    def parse(
+        cls,
+        metric_budgets: object,
+        max_regression_pct: object,
+        baseline: object,
+        history_settings: Mapping[str, Any] | None = None,
+    ) -> GateSpec:
         """Check the rendered settings; ``ValueError`` names what is wrong."""
         spec = cls(
-            parse_budgets(metric_budgets), parse_regression(max_regression_pct), parse_baseline(baseline)
+            parse_budgets(metric_budgets),
+            parse_regression(max_regression_pct),
+            parse_baseline(baseline),
+            HistorySettings.parse(**(history_settings or {})),
         )
         if spec.max_regression_pct and spec.baseline is None:
-            raise ValueError("max_regression_pct needs a baseline: 'previous' or a bench result id")
+            raise ValueError(
+                "max_regression_pct needs a baseline: 'history', 'previous' or a bench result id"
+            )
         return spec
 
     @classmethod
@@ -274,32 +301,52 @@ def summary_metric(
 
 def measure(
     bench_result_id: str, metric_ids: Iterable[str], known: Mapping[str, Mapping[str, Any]]
-) -> Generator[Any, Any, dict[str, float | None]]:
-    """Ask the service for the summary values of a run; a value it does not give is ``None``."""
+) -> Generator[Any, Any, dict[str, float | Unreadable | None]]:
+    """Ask the service for the summary values of a run; a value it does not give is ``None``.
+
+    The answer is a list aligned with the metrics asked: one of another length cannot be aligned, so
+    every value of it is ``Unreadable`` (never guessed by position)."""
     from airflow_provider_loadtest.api import endpoints
 
     ids = list(metric_ids)
     if not ids:
         return {}
     metrics = [summary_metric(bench_result_id, m, known.get(m)) for m in ids]
-    values: list[float | None] = yield endpoints.summary_metric_values(bench_result_id, metrics)
-    return {m: (values[i] if i < len(values) else None) for i, m in enumerate(ids)}
+    values: object = yield endpoints.summary_metric_values(bench_result_id, metrics)
+    if not isinstance(values, list) or len(values) != len(ids):
+        got = f"{len(values)} values" if isinstance(values, list) else type(values).__name__
+        why = Unreadable(f"the service answered {got} for {len(ids)} metrics of run {bench_result_id}")
+        return dict.fromkeys(ids, why)
+    return dict(zip(ids, values, strict=True))
 
 
 # --- the verdict ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """An input the gate needed and could not read, and why: the metric fails as not measured."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Baseline:
-    """The run compared against, and the values already known for it (from Airflow's XCom)."""
+    """The run compared against, and the values already known for it (from Airflow's XCom).
+
+    ``unreadable`` is set when XCom held something that is not a baseline: the gate fails the metrics
+    it bounds rather than take it for "no baseline yet"."""
 
     bench_result_id: str
     metrics: Mapping[str, float | None]
+    unreadable: str | None = None
 
     @classmethod
     def from_xcom(cls, data: object) -> Baseline | None:
-        if not isinstance(data, Mapping) or not isinstance(data.get("bench_result_id"), str):
+        if data is None:
             return None
+        if not isinstance(data, Mapping) or not isinstance(data.get("bench_result_id"), str):
+            return cls("", {}, unreadable=f"the baseline in XCom ({BASELINE_XCOM_KEY}) does not parse")
         metrics = data.get("metrics")
         return cls(data["bench_result_id"], dict(metrics) if isinstance(metrics, Mapping) else {})
 
@@ -309,7 +356,16 @@ class Baseline:
 
 @dataclass(frozen=True)
 class GateRow:
-    """One metric's verdict; ``budget``, ``baseline`` and ``change_pct`` are None where they do not apply."""
+    """One metric's verdict; fields are None where they do not apply.
+
+    ``status`` says why: ``pass`` (nothing compared against noise), ``noise`` (within the noise, or a
+    change smaller than ``max_regression_pct``), ``suspected`` (beyond the noise on one night: passes,
+    kept out of the history), ``regression``, ``budget``, ``not_measured`` (an input could not be read:
+    fails). ``baseline`` is what tonight was compared against (the baseline run's value, the history's
+    centre, or on a short history the last passing night); ``centre``, ``noise`` (one standard deviation,
+    in the metric's units), ``band_low``/``band_high`` (what one night's noise explains) and
+    ``history_n`` (passing nights behind the judgement) come from ``baseline="history"``.
+    """
 
     metric: str
     value: float | None
@@ -319,11 +375,36 @@ class GateRow:
     change_pct: float | None = None
     max_regression_pct: float | None = None
     reason: str | None = None
+    status: str = PASS
+    centre: float | None = None
+    noise: float | None = None
+    band_low: float | None = None
+    band_high: float | None = None
+    history_n: int | None = None
+    note: str | None = None
     #: The JTL label a per-transaction row is about (None: the run as a whole).
     transaction: str | None = None
 
     def to_xcom(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_xcom(cls, data: Mapping[str, Any]) -> GateRow:
+        """A row as ``to_xcom`` wrote it, by this or an older version (no ``status`` then: derived from
+        ``passed`` and ``reason``); fields it does not know are ignored, so newer writers still read."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if known.get("status") not in STATUSES:
+            reason = str(known.get("reason") or "")
+            known["status"] = (
+                PASS
+                if known.get("passed")
+                else NOT_MEASURED
+                if reason.startswith("no value")
+                else BUDGET
+                if reason.startswith("budget")
+                else REGRESSION
+            )
+        return cls(**{"value": None, "passed": False, **known})
 
 
 def change_pct(value: float, baseline: float) -> float | None:
@@ -345,49 +426,188 @@ def _usable(value: object) -> float | None:
     return float(value)
 
 
-def judge(
-    spec: GateSpec, values: Mapping[str, object], baseline: Mapping[str, object] | None
-) -> list[GateRow]:
-    """One row per gated metric: a missing value fails its budget and its bound (an unmeasured gate
-    must not pass silently); a metric the baseline lacks is checked against its budget only."""
-    rows = []
-    for metric in spec.metric_ids:
-        value = _usable(values.get(metric))
-        budget = spec.budgets.get(metric)
-        bound = spec.max_regression_pct.get(metric)
-        base = _usable(baseline.get(metric)) if baseline is not None else None
-        reasons = []
-        if value is None:
-            reasons.append("no value from the service")
-        elif budget is not None and not budget.allows(value):
-            reasons.append(f"budget {budget}")
-        change = change_pct(value, base) if value is not None and base is not None else None
-        if value is not None and base is not None and bound is not None:
+def _unread(raw: object, what: str) -> str:
+    return raw.reason if isinstance(raw, Unreadable) else f"no {what} from the service"
+
+
+def judge_metric(
+    metric: str,
+    raw_value: object,
+    *,
+    budget: Budget | None = None,
+    bound: float | None = None,
+    baseline: object = None,
+    history: SeriesHistory | Unreadable | None = None,
+    settings: HistorySettings = DEFAULT_HISTORY,
+    accepted: bool = False,
+) -> tuple[GateRow, SeriesHistory | None]:
+    """One series' row (and, with a ``history``, the history for the next night).
+
+    Plain values in, so a caller judges the same metric for the whole run or for one transaction
+    alike. ``baseline`` is the compared run's value (``None``: no baseline run; a value that does not
+    read fails a bounded metric as not measured); ``history`` (``baseline="history"``) replaces it.
+    Whatever cannot be read fails, saying so: an unmeasured gate never passes.
+    """
+    value = _usable(raw_value)
+    reasons: list[str] = []
+    status = PASS
+    judged: dict[str, Any] = {}
+    next_history: SeriesHistory | None = None
+    if value is None:
+        reasons.append(f"not measured: {_unread(raw_value, 'value')}")
+        status = NOT_MEASURED
+    if value is not None and bound is not None and isinstance(history, Unreadable):
+        reasons.append(f"not measured: {history.reason}")
+        status = NOT_MEASURED
+    elif value is not None and bound is not None and isinstance(history, SeriesHistory):
+        night, next_history = judge_night(
+            value,
+            history,
+            worse_higher=METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE,
+            max_regression_pct=bound,
+            settings=settings,
+            accepted=accepted,
+        )
+        status = night.status
+        if night.reason:
+            reasons.append(night.reason)
+        judged = {
+            "baseline": night.baseline,
+            "centre": night.centre,
+            "noise": night.noise,
+            "band_low": night.band_low,
+            "band_high": night.band_high,
+            "history_n": night.history_n,
+            "note": night.note,
+        }
+    elif value is not None and bound is not None and baseline is not None:
+        base = _usable(baseline)
+        if base is None:
+            reasons.append(f"not measured: {_unread(baseline, 'baseline value')}")
+            status = NOT_MEASURED
+        else:
+            judged["baseline"] = base
             worse = value - base if METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE else base - value
+            change = change_pct(value, base)
             if worse > 0 and (change is None or worse / abs(base) * 100 > bound):
                 reasons.append(f"more than {_number(bound)} % worse than the baseline")
-        rows.append(
-            GateRow(
-                metric=metric,
-                value=value,
-                passed=not reasons,
-                budget=str(budget) if budget is not None else None,
-                baseline=base,
-                change_pct=round(change, 2) if change is not None else None,
-                max_regression_pct=bound,
-                reason="; ".join(reasons) or None,
-            )
+                status = REGRESSION
+    elif bound is None and baseline is not None:
+        judged["baseline"] = _usable(baseline)  # shown, not judged
+    if value is not None and budget is not None and not budget.allows(value):
+        reasons.append(f"budget {budget}")
+        if status not in (NOT_MEASURED, REGRESSION):
+            status = BUDGET
+    base = judged.get("baseline")
+    change = change_pct(value, base) if value is not None and base is not None else None
+    row = GateRow(
+        metric=metric,
+        value=value,
+        passed=not reasons,
+        budget=str(budget) if budget is not None else None,
+        change_pct=round(change, 2) if change is not None else None,
+        max_regression_pct=bound,
+        reason="; ".join(reasons) or None,
+        status=status,
+        **judged,
+    )
+    return row, next_history
+
+
+def judge(
+    spec: GateSpec,
+    values: Mapping[str, object],
+    baseline: Mapping[str, object] | None,
+    *,
+    history: GateHistory | None = None,
+    accepted: Iterable[str] = (),
+    transaction: str | None = None,
+) -> list[GateRow]:
+    """One row per gated metric (see ``judge_metric``); with ``history`` given, ``judge_history``
+    also returns the next history."""
+    return judge_history(spec, values, baseline, history=history, accepted=accepted, transaction=transaction)[
+        0
+    ]
+
+
+def judge_history(
+    spec: GateSpec,
+    values: Mapping[str, object],
+    baseline: Mapping[str, object] | None,
+    *,
+    history: GateHistory | None = None,
+    accepted: Iterable[str] = (),
+    transaction: str | None = None,
+) -> tuple[list[GateRow], GateHistory | None]:
+    """The rows, and the history to leave for the next night (None without ``baseline="history"``).
+
+    A metric the baseline lacks fails its bound as not measured (the service was asked for it). Under
+    ``baseline="history"`` with no ``history`` read, every bounded metric fails as not measured: a
+    caller that forgot to read it must not pass a regression.
+    """
+    accepted = frozenset(accepted)
+    rows = []
+    series = dict(history.series) if history is not None else {}
+    for metric in spec.metric_ids:
+        bound = spec.max_regression_pct.get(metric)
+        own: SeriesHistory | Unreadable | None = None
+        base: object = None
+        if spec.baseline == HISTORY:
+            if history is None:
+                own = Unreadable("no gate history was read for baseline='history'")
+            else:
+                try:
+                    own = history.get((transaction, metric))
+                except HistoryUnreadable as exc:
+                    own = Unreadable(str(exc))
+        elif baseline is not None:
+            base = baseline.get(metric)
+            if base is None:
+                base = Unreadable(f"the baseline run gave no value of {metric}")
+        row, next_series = judge_metric(
+            metric,
+            values.get(metric, Unreadable(f"the service gave no value of {metric}")),
+            budget=spec.budgets.get(metric),
+            bound=bound,
+            baseline=base,
+            history=own,
+            settings=spec.history,
+            accepted=metric in accepted,
         )
+        rows.append(row)
+        if next_series is not None:
+            series[(transaction, metric)] = next_series
+    if spec.baseline != HISTORY:
+        return rows, None
+    # A series whose history did not parse failed tonight as not measured and restarts tomorrow.
+    return rows, GateHistory(series)
+
+
+def replay_history(
+    metric_id: str, values: Iterable[object], *, max_regression_pct: float, **settings: Any
+) -> list[GateRow]:
+    """The row the gate would have given on each night of one metric's values (oldest first), with the
+    history it would have had then and nobody accepting a change: the benchmark and the operator
+    judge with this same code. ``settings`` are ``HistorySettings`` fields."""
+    spec = GateSpec.parse(None, {metric_id: max_regression_pct}, HISTORY, settings)
+    history = GateHistory()
+    rows = []
+    for value in values:
+        night_rows, next_history = judge_history(spec, {metric_id: value}, None, history=history)
+        rows.extend(night_rows)
+        history = next_history or history
     return rows
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The gate's rows and what they mean for the task."""
+    """The gate's rows and what they mean for the task (``history``: what to leave in XCom for the
+    next night under ``baseline="history"``)."""
 
     rows: tuple[GateRow, ...]
     baseline_id: str | None
     note: str | None = None  # e.g. why no baseline was compared
+    history: GateHistory | None = None
 
     @property
     def passed(self) -> bool:
@@ -398,16 +618,28 @@ class Verdict:
         return {row.metric: row.value for row in self.rows}
 
     def table(self) -> str:
-        """The verdict as a fixed-width table for the task log."""
-        header = ("metric", "value", "budget", "baseline", "change", "result")
+        """The verdict as a fixed-width table for the task log: per metric, tonight's value, what it
+        was compared against (the baseline, or the history's centre and noise band), the change, and
+        the judgement."""
+        with_band = any(row.band_high is not None for row in self.rows)
+        header = (
+            "metric",
+            "value",
+            "budget",
+            "baseline",
+            *(("noise band",) if with_band else ()),
+            "change",
+            "result",
+        )
         lines = [header] + [
             (
                 row.metric,
                 _number(row.value),
                 row.budget or "-",
-                _number(row.baseline),
+                _baseline_text(row),
+                *((_band_text(row),) if with_band else ()),
                 _change_text(row),
-                "pass" if row.passed else "FAIL",
+                _result_text(row),
             )
             for row in self.rows
         ]
@@ -415,6 +647,10 @@ class Verdict:
         return "\n".join(
             "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
         )
+
+    def notes(self) -> list[str]:
+        """What the log should say beside the table: suspected changes, short histories, accepted ones."""
+        return [f"{row.metric}: {row.note}" for row in self.rows if row.note]
 
     def message(self) -> str:
         """Why the gate failed, naming every failing metric with its value, the baseline's and the change."""
@@ -424,10 +660,31 @@ class Verdict:
                 continue
             detail = f"{row.metric} {_number(row.value)}"
             if row.baseline is not None:
-                detail += f" vs baseline {_number(row.baseline)} ({_change_text(row)})"
+                against = "history centre" if row.centre is not None else "baseline"
+                detail += f" vs {against} {_number(row.baseline)} ({_change_text(row)})"
             parts.append(f"{detail}: {row.reason}")
         against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
         return f"Quality gate failed{against}: " + "; ".join(parts)
+
+
+def _baseline_text(row: GateRow) -> str:
+    if row.centre is not None:
+        return f"{_number(row.centre)} (median of {row.history_n})"
+    if row.baseline is not None and row.history_n is not None:
+        return f"{_number(row.baseline)} (last night)"
+    return _number(row.baseline)
+
+
+def _band_text(row: GateRow) -> str:
+    if row.band_low is None or row.band_high is None:
+        return "-"
+    return f"{_number(round(row.band_low, 6))} .. {_number(round(row.band_high, 6))}"
+
+
+def _result_text(row: GateRow) -> str:
+    if row.passed:
+        return row.status
+    return "FAIL: " + {NOT_MEASURED: "not measured", BUDGET: "budget"}.get(row.status, row.status)
 
 
 def _change_text(row: GateRow) -> str:
@@ -445,26 +702,40 @@ def evaluate(
     known_metrics: Mapping[str, Mapping[str, Any]],
     baseline: Baseline | None,
     baseline_note: str | None = None,
+    history: GateHistory | None = None,
+    accepted: Iterable[str] = (),
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
-    Driven like ``watch.watch_run``: yields API requests and log lines, returns the ``Verdict``.
+    Driven like ``watch.watch_run``: yields API requests and log lines, returns the ``Verdict``. Under
+    ``baseline="history"`` the caller gives the ``history`` read from XCom (and the metrics a person
+    ``accepted``); ``Verdict.history`` is what to leave for the next night.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
     values = yield from measure(bench_result_id, spec.metric_ids, known_metrics)
-    base_values: dict[str, float | None] | None = None
-    if baseline is not None:
+    base_values: dict[str, object] | None = None
+    if spec.baseline == HISTORY:
+        baseline = None
+    elif baseline is not None and baseline.unreadable is not None:
+        base_values = dict.fromkeys(spec.metric_ids, Unreadable(baseline.unreadable))
+    elif baseline is not None:
         base_values = {m: _usable(baseline.metrics.get(m)) for m in spec.metric_ids}
         missing = [m for m, v in base_values.items() if v is None]
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
+    rows, next_history = judge_history(spec, values, base_values, history=history, accepted=accepted)
     verdict = Verdict(
-        rows=tuple(judge(spec, values, base_values)),
-        baseline_id=baseline.bench_result_id if baseline else None,
+        rows=tuple(rows),
+        baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
         note=baseline_note,
+        history=next_history,
     )
-    if baseline is not None:
+    if spec.baseline == HISTORY:
+        heading = f"Quality gate of run {bench_result_id} against the history of the last passing runs:"
+    elif baseline is not None and baseline.unreadable is None:
         heading = f"Quality gate of run {bench_result_id} against baseline run {baseline.bench_result_id}:"
+    elif baseline is not None:
+        heading = f"Quality gate of run {bench_result_id}: {baseline.unreadable}:"
     elif spec.baseline is not None:
         heading = (
             f"Quality gate of run {bench_result_id}: {baseline_note or 'no baseline yet'}, "
@@ -472,12 +743,14 @@ def evaluate(
         )
     else:
         heading = f"Quality gate of run {bench_result_id} (budgets):"
-    yield Log(f"{heading}\n{verdict.table()}")
+    notes = "".join(f"\n{line}" for line in verdict.notes())
+    yield Log(f"{heading}\n{verdict.table()}{notes}")
     return verdict
 
 
 def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | None) -> dict[str, Any]:
-    """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict."""
+    """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict: the
+    run, the values, and the gate's rows (the same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
     return {
         "scenario_id": result.get("scenario_id"),
         "bench_result_id": result.get("bench_result_id"),
@@ -485,4 +758,5 @@ def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | N
         "state": result.get("state"),
         "passed": passed,
         "metrics": verdict.metrics if verdict is not None else {},
+        "gate": [row.to_xcom() for row in verdict.rows] if verdict is not None else [],
     }

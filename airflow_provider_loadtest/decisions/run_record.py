@@ -10,19 +10,24 @@ service answered it adds the run. The rules, decided here without I/O and applie
 - a start whose outcome is unknown (read timeout, dropped answer, 5xx, unreadable 2xx) fails the same way;
 - a recorded run still going is re-attached to; one that ended is judged (its verdict is final), and only
   ``restart_failed_runs=True`` lets a retry start a new run after ERROR or ABORTED;
-- the record keeps the task instance's ``max_tries``: Airflow raises it when a person clears the task,
-  which is a request for a new run, so a grown ``max_tries`` starts afresh;
+- a person's clear is a request for a new run: the try that was running when it came records it
+  (``decisions.stops``) and stops the run; when that try could not (a deferred task, a killed worker),
+  the record's ``max_tries`` tells, since Airflow raises it on a clear, and the next try stops the run of
+  before the clear (if still going) before it starts the new one;
+- when the task stopped its own run, the record says who decided, why and when, so a retry takes the
+  stop for what it was (a timeout, the gate, a person), never for an abort "from outside";
 - without a working store nothing after the start may lead to a retry.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from airflow_provider_loadtest.decisions.runs import FAILED_STATES, FINISHED
+from airflow_provider_loadtest.decisions.stops import StopDecision
 
 #: Key in Airflow's task state store (3.3+) and XCom under which the run is recorded.
 RUN_RECORD_KEY = "loadtest_run"
@@ -53,13 +58,15 @@ class RunRecord:
     """What the task state store holds for one task instance.
 
     ``run`` is ``None`` while the start is in flight (sent, no answer read yet), then the
-    ``StartedRun`` dict.
+    ``StartedRun`` dict. ``stopped`` is set once this package decided to stop that run, before the stop
+    is sent.
     """
 
     scenario_id: str
     start_sent_at: float
     max_tries: int | None
     run: dict[str, Any] | None = None
+    stopped: StopDecision | None = None
 
     def to_store(self) -> dict[str, Any]:
         return {
@@ -68,7 +75,12 @@ class RunRecord:
             "start_sent_at": self.start_sent_at,
             "max_tries": self.max_tries,
             "run": self.run,
+            "stopped": self.stopped.to_store() if self.stopped is not None else None,
         }
+
+    @property
+    def bench_result_id(self) -> str | None:
+        return str(self.run["bench_result_id"]) if self.run else None
 
     @classmethod
     def from_store(cls, value: Any) -> RunRecord | None:
@@ -88,15 +100,23 @@ class RunRecord:
         if not isinstance(sent, (int, float)) or "scenario_id" not in value:
             return None
         run = value.get("run")
+        run = run if isinstance(run, dict) and run.get("bench_result_id") else None
+        stopped = StopDecision.from_store(value.get("stopped"))
+        if stopped is not None and (run is None or stopped.bench_result_id != run.get("bench_result_id")):
+            stopped = None  # a decision about another run than the one recorded: not this run's
         return cls(
             scenario_id=str(value["scenario_id"]),
             start_sent_at=float(sent),
             max_tries=_whole(value.get("max_tries")),
-            run=run if isinstance(run, dict) and run.get("bench_result_id") else None,
+            run=run,
+            stopped=stopped,
         )
 
     def with_run(self, run: dict[str, Any]) -> RunRecord:
-        return RunRecord(self.scenario_id, self.start_sent_at, self.max_tries, run)
+        return replace(self, run=run, stopped=None)
+
+    def with_stop(self, stop: StopDecision) -> RunRecord:
+        return replace(self, stopped=stop)
 
 
 @dataclass(frozen=True)
@@ -104,43 +124,58 @@ class TryPlan:
     """What a try does first: ``start`` a run, ``check_run`` (the recorded one), or ``refuse``.
 
     ``message`` is a log line for ``start`` (why a new run although there is a record) and the failure
-    message for ``refuse``.
+    message for ``refuse``. ``stop_first``: the run of before a clear, which the try stops (if it is still
+    going, recording why) before it starts the new one.
     """
 
     action: Literal["start", "check_run", "refuse"]
     message: str | None = None
+    stop_first: dict[str, Any] | None = None
 
 
 def plan_try(record: RunRecord | None, *, max_tries: int | None) -> TryPlan:
     """Decide from the stored record what this try of the task instance may do."""
     if record is None:
         return TryPlan("start")
-    if record.max_tries is not None and max_tries is not None and max_tries > record.max_tries:
-        earlier = (
-            f"run {record.run.get('bench_result_id')}"
-            if record.run
-            else f"the start sent at {utc_text(record.start_sent_at)}"
-        )
+    if record.stopped is not None and record.stopped.is_clear:
         return TryPlan(
             "start",
-            f"The task was cleared (max_tries went from {record.max_tries} to {max_tries}): starting a new "
-            f"load test of scenario {record.scenario_id!r}; {earlier} of before the clear is left as it is",
+            f"The task was cleared while run {record.bench_result_id} went (it was stopped at "
+            f"{utc_text(record.stopped.at)}): starting a new load test of scenario {record.scenario_id!r}",
+        )
+    if record.max_tries is not None and max_tries is not None and max_tries > record.max_tries:
+        if record.run is None:
+            return TryPlan(
+                "start",
+                f"The task was cleared (max_tries went from {record.max_tries} to {max_tries}): starting a "
+                f"new load test of scenario {record.scenario_id!r}; the start sent at "
+                f"{utc_text(record.start_sent_at)}, whose outcome is unknown, is not looked for",
+            )
+        return TryPlan(
+            "start",
+            f"The task was cleared (max_tries went from {record.max_tries} to {max_tries}): stopping run "
+            f"{record.bench_result_id} of before the clear if it still goes, then starting a new load test "
+            f"of scenario {record.scenario_id!r}",
+            stop_first=record.run,
         )
     if record.run is None:
         return TryPlan("refuse", uncertain_start_message(record.scenario_id, record.start_sent_at))
     return TryPlan("check_run")
 
 
-def on_recorded_run(state: str, *, restart_failed_runs: bool) -> Literal["attach", "judge", "restart"]:
+def on_recorded_run(
+    state: str, *, restart_failed_runs: bool, stopped_here: bool = False
+) -> Literal["attach", "judge", "restart"]:
     """What a retry does with the run an earlier try recorded, given its state now.
 
     ``judge``: take its verdict through the normal end of the wait (alarms, files, gate), never starting
-    again. ``restart`` only after ERROR or ABORTED, and only when the user opted in.
+    again. ``restart`` only after ERROR or ABORTED in the service, and only when the user opted in: a run
+    this package stopped itself (``stopped_here``: its timeout, its gate) carries its verdict.
     """
     if state == FINISHED:
         return "judge"
     if state in FAILED_STATES:
-        return "restart" if restart_failed_runs else "judge"
+        return "restart" if restart_failed_runs and not stopped_here else "judge"
     return "attach"  # still going, or a state this version does not know: wait on it
 
 

@@ -20,7 +20,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_loadtest.api.validation import is_templated
-from airflow_provider_loadtest.decisions.gate import Budget, GateRow, GateSpec, check_metric_id, judge
+from airflow_provider_loadtest.decisions.gate import (
+    Budget,
+    GateRow,
+    GateSpec,
+    Unreadable,
+    check_metric_id,
+    judge,
+)
+from airflow_provider_loadtest.decisions.history import NOT_MEASURED
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
@@ -166,26 +174,37 @@ def _assignments(
     return {label: {m: b for m, (b, _) in slot.items()} for label, slot in assigned.items()}, unmatched
 
 
+#: Why a metric of a sampled transaction has no value.
+NO_COLUMN = "the run's JTL files lack the column it is computed from"
+
+
 def judge_transactions(budgets: TransactionBudgets, summary: JtlSummary) -> list[GateRow]:
-    """One row per (transaction, metric), judged by ``gate.judge``; a key no sample answers gets a
-    failing row per metric it names."""
+    """One row per (transaction, metric), judged by ``gate.judge`` as the run's metrics are; a key no
+    sample answers gets a failing (not measured) row per metric it names."""
     labels = summary.labels
     assigned, unmatched = _assignments(budgets, labels)
     rows: list[GateRow] = []
     for label, conditions in assigned.items():
         stats = summary.transactions[label]
-        values = {metric: stats.metric(metric) for metric in conditions}
+        values: dict[str, object] = {}
+        for metric in conditions:
+            value = stats.metric(metric)
+            values[metric] = value if value is not None else Unreadable(NO_COLUMN)
         spec = GateSpec(budgets=conditions, max_regression_pct={}, baseline=None)
-        for row in judge(spec, values, None):
-            reason = row.reason
-            if row.value is None:
-                reason = "no value: the run's JTL files lack the column it is computed from"
-            rows.append(replace(row, transaction=label, reason=reason))
+        rows += [replace(row, transaction=label) for row in judge(spec, values, None, transaction=label)]
     for key in unmatched:
-        reason = unsampled_reason(key, labels)
+        reason = f"not measured: {unsampled_reason(key, labels)}"
         rows += [
-            GateRow(metric=m, value=None, passed=False, budget=str(b), reason=reason, transaction=key)
-            for m, b in budgets.budgets[key].items()
+            GateRow(
+                metric=metric,
+                value=None,
+                passed=False,
+                budget=str(budget),
+                reason=reason,
+                status=NOT_MEASURED,
+                transaction=key,
+            )
+            for metric, budget in budgets.budgets[key].items()
         ]
     return rows
 

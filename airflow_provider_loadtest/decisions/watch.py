@@ -106,6 +106,9 @@ class WatchOptions:
     fail_on_alarm_severity: str | None = None
     stop_on_alarm: bool = False
     log_every_s: float = 60.0
+    #: Stop the run when the deadline passes (the operator, which started it); a sensor watching a run it
+    #: did not start leaves it going unless asked.
+    stop_on_timeout: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,7 +118,8 @@ class WatchOptions:
         return cls(**data)
 
 
-Reason = Literal["finished", "ended", "alarm", "timeout", "gate_unchecked"]
+#: ``stopped_here``: the run ended ABORTED because this package stopped it (its record says why).
+Reason = Literal["finished", "ended", "alarm", "timeout", "gate_unchecked", "stopped_here"]
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,6 @@ def watch_run(
     step.
     """
     now = now or time.time
-    gate = check_gate_severity(options.fail_on_alarm_severity)
     progress = _Progress(options.log_every_s)
     state = "UNKNOWN"
     deadline = options.deadline
@@ -200,40 +203,90 @@ def watch_run(
                 raise
             # The status could not be read and the timeout passed meanwhile: stop the run anyway.
             yield Log(f"Could not read the state of run {bench_result_id}: {exc}", logging.WARNING)
-            return (yield from _time_out(bench_result_id, state, now(), started_at))
+            return (yield from _time_out(bench_result_id, state, now(), started_at, options.stop_on_timeout))
         state = normal_state(result.state)
         if is_terminal(state):
             break
         current = now()
-        if gate and options.stop_on_alarm and state == "RUNNING":
-            alarms = yield from _read_alarms(bench_result_id, tolerate=True, deadline=deadline)
-            broken = yield from _gate(alarms or [], gate)
-            if broken:
-                stopped = yield from _stop(
-                    bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0)
-                )
-                return RunOutcome(
-                    bench_result_id=bench_result_id,
-                    state=state,
-                    reason="alarm",
-                    succeeded=False,
-                    message=f"Run {bench_result_id} broke the quality gate ({gate}) while running and was "
-                    f"stopped: {describe_alarms(broken)}",
-                    duration_s=current - started_at,
-                    stopped=stopped,
-                    alarms=alarms or [],
-                    breaking=broken,
-                )
+        broke = yield from _gate_while_running(bench_result_id, state, options, started_at, current, now)
+        if broke is not None:
+            return broke
         if progress.due(state, current):
             yield from _log_progress(bench_result_id, state, deadline)
         if deadline is not None and current >= deadline:
-            return (yield from _time_out(bench_result_id, state, current, started_at))
+            return (
+                yield from _time_out(bench_result_id, state, current, started_at, options.stop_on_timeout)
+            )
         pause = options.check_interval_s
         if options.deadline is not None:
             pause = max(0.0, min(pause, options.deadline - current))
         yield Sleep(pause)
+    return (yield from conclude_run(bench_result_id, state, options, started_at=started_at, ended_at=now()))
 
-    ended_at = now()
+
+def poll_run(
+    bench_result_id: str,
+    options: WatchOptions,
+    *,
+    started_at: float,
+    now: Callable[[], float] | None = None,
+) -> Generator[Any, Any, RunOutcome | None]:
+    """One look at a run, for a sensor's poke: its outcome once it ended (or broke the gate while
+    running, with ``stop_on_alarm``), else ``None`` after a progress line. The same decisions as
+    ``watch_run``, which is this in a loop with the deadline and the pauses."""
+    now = now or time.time
+    result = yield _until(endpoints.get_bench_result(bench_result_id), options.deadline)
+    state = normal_state(result.state)
+    if is_terminal(state):
+        return (
+            yield from conclude_run(bench_result_id, state, options, started_at=started_at, ended_at=now())
+        )
+    broke = yield from _gate_while_running(bench_result_id, state, options, started_at, now(), now)
+    if broke is None:
+        yield from _log_progress(bench_result_id, state, options.deadline)
+    return broke
+
+
+def _gate_while_running(
+    bench_result_id: str,
+    state: str,
+    options: WatchOptions,
+    started_at: float,
+    current: float,
+    now: Callable[[], float],
+) -> Generator[Any, Any, RunOutcome | None]:
+    """With ``stop_on_alarm``: the alarms of a RUNNING run; a broken gate stops it (the outcome)."""
+    gate = check_gate_severity(options.fail_on_alarm_severity)
+    if not (gate and options.stop_on_alarm and state == "RUNNING"):
+        return None
+    deadline = options.deadline
+    alarms = yield from _read_alarms(bench_result_id, tolerate=True, deadline=deadline)
+    broken = yield from _gate(alarms or [], gate)
+    if not broken:
+        return None
+    stopped = yield from _stop(
+        bench_result_id, f"{len(broken)} alarm(s) at or above {gate}", max(now(), deadline or 0.0)
+    )
+    return RunOutcome(
+        bench_result_id=bench_result_id,
+        state=state,
+        reason="alarm",
+        succeeded=False,
+        message=f"Run {bench_result_id} broke the quality gate ({gate}) while running and was "
+        f"stopped: {describe_alarms(broken)}",
+        duration_s=current - started_at,
+        stopped=stopped,
+        alarms=alarms or [],
+        breaking=broken,
+    )
+
+
+def conclude_run(
+    bench_result_id: str, state: str, options: WatchOptions, *, started_at: float, ended_at: float
+) -> Generator[Any, Any, RunOutcome]:
+    """The outcome of a run that ended ``state``: its alarms against the gate, its headline metrics."""
+    gate = check_gate_severity(options.fail_on_alarm_severity)
+    deadline = options.deadline
     # The run ended in time: its alarms and metrics may still be read a little past the deadline.
     final = None if deadline is None else max(deadline, ended_at) + STOP_GRACE_S
     alarms = yield from _read_alarms(bench_result_id, tolerate=gate is None, deadline=final)
@@ -287,17 +340,21 @@ def _gate(alarms: list[dict[str, Any]], gate: str | None) -> Generator[Any, Any,
 
 
 def _time_out(
-    bench_result_id: str, state: str, at: float, started_at: float
+    bench_result_id: str, state: str, at: float, started_at: float, stop: bool = True
 ) -> Generator[Any, Any, RunOutcome]:
-    """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so."""
-    stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+    """The deadline passed (noticed at ``at``): stop the run (best effort, bounded) and say so; a watch
+    told not to stop (a sensor on a run it did not start) leaves it going."""
+    if stop:
+        stopped = yield from _stop(bench_result_id, "the task's timeout passed", at)
+        after = "it was stopped." if stopped else "stopping it failed: stop it in the web UI."
+    else:
+        stopped, after = False, "it was left going (stop_on_timeout is off)."
     return RunOutcome(
         bench_result_id=bench_result_id,
         state=state,
         reason="timeout",
         succeeded=False,
-        message=f"Run {bench_result_id} was still {state} when the task's timeout passed; "
-        + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI."),
+        message=f"Run {bench_result_id} was still {state} when the task's timeout passed; " + after,
         duration_s=at - started_at,
         stopped=stopped,
     )

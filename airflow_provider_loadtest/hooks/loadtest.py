@@ -126,6 +126,10 @@ class LoadTestHook(BaseHook):
     Connection fields: host = API base URL (empty for the SaaS ``https://api.octoperf.com``; an
     on-premise URL with a path prefix works), password = API key. Extras: ``ui_url``,
     ``connect_timeout``, ``read_timeout`` (seconds), ``verify_ssl`` (switch), ``ca_bundle`` (path).
+
+    Every call has the same retry policy (reads retried on 429, 5xx and connection errors, honouring
+    ``Retry-After``; a start never sent again once it may have reached the service) and fails with
+    ``LoadTestApiError``. The triggers use its async twin, ``hooks.async_client.AsyncLoadTestClient``.
     """
 
     conn_name_attr = "loadtest_conn_id"

@@ -105,13 +105,14 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         default the report's first run.
     :param export_config: page settings, e.g. ``{"pageFormat": "A4", "orientation": "LANDSCAPE"}``
         (keys of the service's ``ExportReportConfig``); ``None`` uses the service's defaults.
-    :param pdf_timeout: longest wait for the service to render the PDF.
+    :param pdf_timeout: longest wait for the service to render the PDF (seconds or ``timedelta``).
     :param check_interval: seconds between two polls of the print task.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
     :param deferrable: wait for the print task in the triggerer, freeing the worker slot; the worker
         downloads the PDF when the trigger fires. Defaults to ``[operators] default_deferrable``.
+        A triggerer restart starts a fresh print task (printing is not billed).
 
-    Returns ``{"path", "size", "report_id", "bench_result_id"}``.
+    Returns (XCom ``return_value``) ``{"path", "size", "report_id", "bench_result_id"}``.
     """
 
     template_fields: Sequence[str] = ("destination", "run", "report_id", "bench_result_id", "export_config")
@@ -239,8 +240,8 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     A name that is not a plain file name (``../x``, ``a/b``) is skipped with a warning: it would write
-    outside the folder. Returns the list of ``{"name", "path", "size"}`` of the files written (``name``
-    is the name saved under).
+    outside the folder. Returns (XCom ``return_value``) the list of ``{"name", "path", "size"}`` of the
+    files written (``name`` is the name saved under). Not deferrable: it does not wait.
     """
 
     template_fields: Sequence[str] = ("destination", "run", "bench_result_id", "include")

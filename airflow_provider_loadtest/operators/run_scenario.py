@@ -7,11 +7,10 @@ the package's cheap modules; the HTTP clients, the models and the trigger load w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
@@ -25,25 +24,23 @@ from airflow_provider_loadtest.decisions.run_record import (
     positive_seconds,
     read_max_tries,
     read_try_number,
-    stop_hint,
     uncertain_start_message,
-    verdict_is_final,
 )
-from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
+from airflow_provider_loadtest.decisions.runs import is_terminal
 from airflow_provider_loadtest.links.report import LoadTestReportLink
-from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, LoadTestHookMixin, check_literal_ids
+from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
+from airflow_provider_loadtest.run_lifecycle import RunLifecycle, _context_get, refusing_what_cannot_succeed
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
     from airflow_provider_loadtest.decisions.runs import StartedRun
-    from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
+    from airflow_provider_loadtest.decisions.stops import StopDecision
 
 __all__ = ["DEFAULT_CONN_ID", "RUN_RECORD_KEY", "RunScenarioOperator", "check_literal_ids"]
 
 
-class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
+class RunScenarioOperator(RunLifecycle, BaseOperator):
     """Start a load test of ``scenario_id``, wait until it ends, and fail the task when it went wrong.
 
     :param scenario_id: the scenario to run (last segment of its URL in the web UI).
@@ -98,14 +95,15 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
     cannot be saved fails the task (a retry re-attaches to the finished run, it does not start a new
     one); when the run failed, saving is best effort and never hides the run's failure.
 
-    Returns a dict: ``report_id``, ``bench_result_id``, ``project_id``, ``template_id``,
-    ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and, once waited
-    for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit`` and ``report_pdf``
-    (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated metric: ``metric``,
-    ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is set. With
-    ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict; Airflow
-    emits asset events only when the task succeeds. On failure the same dict
-    is pushed as XCom ``return_value`` before the task fails, so the alarms stay visible.
+    Returns (XCom ``return_value``) a dict: ``report_id``, ``bench_result_id``, ``project_id``,
+    ``template_id``, ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and,
+    once waited for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit``
+    and ``report_pdf`` (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated
+    metric: ``metric``, ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is
+    set. With ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict;
+    Airflow emits asset events only when the task succeeds. On failure the same dict is pushed as XCom
+    ``return_value`` before the task fails, so the alarms stay visible. The run is also pushed as XCom
+    ``loadtest_run`` once started, when the task's **Load test report** link appears.
     """
 
     template_fields: Sequence[str] = (
@@ -169,18 +167,20 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             workspace_id=workspace_id,
             subscription_id=subscription_id,
         )
-        gate = check_gate_severity(fail_on_alarm_severity)
-        interval_s = positive_seconds("check_interval", check_interval)
-        timeout_s = positive_seconds("timeout", timeout)
-        if stop_on_alarm and gate is None:
-            raise ValueError(
-                "stop_on_alarm needs fail_on_alarm_severity: which severity should stop the run?"
-            )
-        if not wait_for_completion and (junit_destination or report_pdf_destination):
-            raise ValueError(
-                "junit_destination and report_pdf_destination need wait_for_completion=True: "
-                "the files exist once the run ended"
-            )
+        self._init_watch(
+            wait_for_completion=wait_for_completion,
+            check_interval=check_interval,
+            fail_on_alarm_severity=fail_on_alarm_severity,
+            stop_on_alarm=stop_on_alarm,
+            deferrable=deferrable,
+            junit_destination=junit_destination,
+            report_pdf_destination=report_pdf_destination,
+            report_export_config=report_export_config,
+            metric_budgets=metric_budgets,
+            baseline=baseline,
+            max_regression_pct=max_regression_pct,
+        )
+        self.timeout = positive_seconds("timeout", timeout)
         self.scenario_id = scenario_id
         self.template_id = template_id
         self.template_name = template_name
@@ -189,76 +189,26 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         self.properties = properties
         self.subscription_id = subscription_id
         self.wait_for_completion = wait_for_completion
-        self.check_interval = interval_s if interval_s is not None else 10.0
-        self.timeout = timeout_s
-        self.fail_on_alarm_severity = gate
-        self.stop_on_alarm = stop_on_alarm
-        self.deferrable = deferrable
         self.restart_failed_runs = restart_failed_runs
-        self.junit_destination = junit_destination
-        self.report_pdf_destination = report_pdf_destination
-        if metric_budgets is not None or max_regression_pct is not None or baseline is not None:
-            from airflow_provider_loadtest.decisions.gate import GateSpec  # only DAGs with a gate pay for it
-
-            GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
-        if not wait_for_completion and (metric_budgets or max_regression_pct):
-            raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
-        self.report_export_config = report_export_config
-        self.metric_budgets = metric_budgets
-        self.baseline = baseline
-        self.max_regression_pct = max_regression_pct
         self.loadtest_conn_id = loadtest_conn_id
-        self._active_run: StartedRun | None = None
-        self._store_works = True  # until the task finds it has no task state store it can rely on
         self._store_warned = False
+        self._store: Any = None  # the task state store this try records its run in, when it works
+        self._record: RunRecord | None = None
 
     # --- the task ------------------------------------------------------------------------------
 
+    def _run_timeout_s(self) -> float | None:
+        return self.timeout
+
     def execute(self, context: Context) -> dict[str, Any]:
-        with _refusing_what_cannot_succeed():
+        self._ti = _context_get(context, "ti")
+        with refusing_what_cannot_succeed():
             self._check_file_settings()
             self._gate_spec()
             run, earlier_state = self._attach_or_start(context)
         if not self.wait_for_completion:
             return run.to_xcom()
-        options = self._watch_options(context, run)
-        if self.deferrable and (earlier_state is None or not is_terminal(earlier_state)):
-            from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
-
-            self.log.info(
-                "Deferring: the triggerer watches run %s, freeing this worker slot", run.bench_result_id
-            )
-            self.defer(
-                trigger=LoadTestRunTrigger(
-                    loadtest_conn_id=self.loadtest_conn_id,
-                    run_record=run.to_xcom(),
-                    options=options.to_json(),
-                    started_at=run.started_at,
-                ),
-                method_name="execute_complete",
-            )
-        return self._finish(context, run, self._watch_here(run, options))
-
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
-        """Resume after the trigger fired: the same verdict as the sync path."""
-        from airflow_provider_loadtest.decisions.runs import StartedRun
-        from airflow_provider_loadtest.decisions.watch import RunOutcome
-
-        run = StartedRun.from_xcom(event["run"])
-        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
-        self._check_store_holds(context, run)
-        if event.get("status") != "done":
-            raise self._wait_ended_without_verdict(
-                run,
-                f"watching it in the triggerer failed: {event.get('message')}",
-                never_succeeds=bool(event.get("never_succeeds")),
-            )
-        return self._finish(context, run, RunOutcome.from_json(event["outcome"]))
-
-    def on_kill(self) -> None:
-        """The task is being killed on its worker: stop the load test too (best effort)."""
-        if self._active_run is not None:
-            self._stop_quietly(self._active_run, "the task was killed")
+        return self._wait_for(context, run, earlier_state)
 
     # --- starting, or finding the run an earlier try started ------------------------------------
 
@@ -289,13 +239,17 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
                     ) from exc
                 self._no_working_store(f"the task state store could not be read ({exc})")
                 store = None  # the first try ever: no earlier start to find, but none can be recorded
+        self._store = store
+        self._record = record
         plan = plan_try(record, max_tries=max_tries)
         if plan.action == "refuse":
             raise AirflowFailException(plan.message)
         if plan.action == "check_run" and record is not None and record.run is not None:
             run = StartedRun.from_xcom(record.run)
             state = str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
-            step = on_recorded_run(state, restart_failed_runs=self.restart_failed_runs)
+            step = on_recorded_run(
+                state, restart_failed_runs=self.restart_failed_runs, stopped_here=record.stopped is not None
+            )
             if step == "attach":
                 self.log.info(
                     "Re-attaching to run %s started by an earlier try (state %s)", run.bench_result_id, state
@@ -315,7 +269,25 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             )
         elif plan.message:
             self.log.warning("%s", plan.message)
+        if plan.stop_first is not None:
+            self._stop_run_of_before_the_clear(StartedRun.from_xcom(plan.stop_first))
         return self._adopt(context, self._start_recorded(store, max_tries)), None
+
+    def _stop_run_of_before_the_clear(self, run: StartedRun) -> None:
+        """A person cleared the task while its run went, and the try that watched it could not stop it
+        (it was deferred, or its worker died first): the clear asked for a new run, so the old one ends."""
+        from airflow_provider_loadtest.decisions.stops import decision
+
+        try:
+            state = str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
+        except Exception as exc:
+            self.log.warning(
+                "Could not read the state of run %s of before the clear: %s", run.bench_result_id, exc
+            )
+            state = "UNKNOWN"
+        if is_terminal(state):
+            return
+        self._stop_for(run, decision(run.bench_result_id, "clear", time.time()), bound_s=None)
 
     def _start_recorded(self, store: Any, max_tries: int | None) -> StartedRun:
         """Send the start, with "start in flight" recorded before and the run recorded after."""
@@ -344,9 +316,10 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             raise
         except ValueError as exc:  # a 2xx without the run's ids: the service may have started it
             raise AirflowFailException(uncertain_start_message(start.scenario_id, sent_at, str(exc))) from exc
+        self._record = record.with_run(run.to_xcom())
         if store is not None:
             try:
-                store.set(RUN_RECORD_KEY, record.with_run(run.to_xcom()).to_store())
+                store.set(RUN_RECORD_KEY, self._record.to_store())
             except Exception as exc:
                 self._no_working_store(f"the started run could not be recorded in the store ({exc})")
         return run
@@ -363,10 +336,11 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             why,
         )
 
-    def _check_store_holds(self, context: Context, run: StartedRun) -> None:
+    def _store_holds(self, context: Context, run: StartedRun) -> None:
         """After a deferral (a new process): can a retry find ``run`` in the store?"""
         store = _context_get(context, "task_state_store")
         self._store_works = True
+        self._store, self._record = None, None
         if store is None:
             self._no_working_store("there is no task state store (Airflow < 3.3)")
             return
@@ -375,16 +349,32 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
         except Exception as exc:
             self._no_working_store(f"the task state store could not be read ({exc})")
             return
-        if record is None or not record.run or record.run.get("bench_result_id") != run.bench_result_id:
+        if record is None or record.bench_result_id != run.bench_result_id:
             self._no_working_store(f"the task state store does not hold run {run.bench_result_id}")
+            return
+        self._store, self._record = store, record
 
-    def _adopt(self, context: Context, run: StartedRun) -> StartedRun:
-        self._active_run = run
-        ti = context.get("ti") if hasattr(context, "get") else None
-        if ti is not None:
-            ti.xcom_push(key=RUN_RECORD_KEY, value=run.to_xcom())
-        LoadTestReportLink.publish(context, run.report_url)
-        return run
+    def _record_stop(self, stop: StopDecision) -> bool:
+        """Write ``stop`` into the run record before the stop is sent. Without a store there is nothing a
+        retry could misread (it could not re-attach at all)."""
+        record = self._record
+        if record is not None and record.bench_result_id == stop.bench_result_id:
+            self._record = record.with_stop(stop)
+        if self._store is None or record is None:
+            return True
+        try:
+            self._store.set(RUN_RECORD_KEY, record.with_stop(stop).to_store())
+        except Exception as exc:
+            self.log.warning(
+                "Could not record in the task state store why run %s is stopped: %s",
+                stop.bench_result_id,
+                exc,
+            )
+            return False
+        return True
+
+    def _recorded_stop(self) -> StopDecision | None:
+        return self._record.stopped if self._record is not None else None
 
     def start_run(self, context: Context) -> StartedRun:
         """Check the rendered arguments, resolve the template and start the run (one POST).
@@ -477,274 +467,6 @@ class RunScenarioOperator(LoadTestHookMixin, BaseOperator):
             )
         return {str(key): str(value) for key, value in self.properties.items()}
 
-    # --- waiting and the verdict ---------------------------------------------------------------
-
-    def _watch_options(self, context: Context, run: StartedRun) -> WatchOptions:
-        """The wait's bounds. Deferred tasks carry their own deadline: Airflow's deferral timeout
-        would skip ``execute_complete`` and leave the run going."""
-        from airflow_provider_loadtest.decisions.watch import WatchOptions
-
-        deadlines = []
-        if self.timeout is not None:
-            deadlines.append(run.started_at + self.timeout)
-        if self.execution_timeout is not None:
-            ti = context.get("ti") if hasattr(context, "get") else None
-            task_start = getattr(ti, "start_date", None)
-            begun = task_start.timestamp() if task_start is not None else time.time()
-            deadlines.append(begun + self.execution_timeout.total_seconds())
-        return WatchOptions(
-            check_interval_s=self.check_interval,
-            deadline=min(deadlines) if deadlines else None,
-            fail_on_alarm_severity=self.fail_on_alarm_severity,
-            stop_on_alarm=self.stop_on_alarm,
-            log_every_s=max(60.0, self.check_interval),
-        )
-
-    def _watch_here(self, run: StartedRun, options: WatchOptions) -> RunOutcome:
-        """Wait on this worker. If the wait is cut short (execution_timeout, kill, shutdown), the run
-        is stopped; an API outage while polling leaves it going for a retry to re-attach to."""
-        from airflow_provider_loadtest.api.errors import LoadTestApiError
-        from airflow_provider_loadtest.compat import AirflowFailException, AirflowTaskTimeout
-        from airflow_provider_loadtest.decisions.watch import watch_run
-
-        try:
-            return self.hook.drive(
-                watch_run(run.bench_result_id, options, started_at=run.started_at), self.log
-            )
-        except LoadTestApiError as exc:
-            raise self._wait_ended_without_verdict(
-                run, f"the status API failed: {exc}", never_succeeds=exc.never_succeeds
-            ) from exc
-        except (Exception, AirflowTaskTimeout) as exc:
-            self._stop_quietly(run, "the task stopped waiting for it")
-            if self._store_works:
-                raise  # the retry finds the stopped run and takes its verdict
-            raise AirflowFailException(
-                f"Stopped waiting for run {run.bench_result_id} ({type(exc).__name__}: {exc}); not retried: "
-                "without a working task state store a retry would start a second load test."
-            ) from exc
-        except BaseException:
-            self._stop_quietly(run, "the task stopped waiting for it")
-            raise
-
-    def _wait_ended_without_verdict(self, run: StartedRun, why: str, *, never_succeeds: bool) -> Exception:
-        """The failure of a wait that ended with the run possibly still going: say how to stop it."""
-        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
-
-        hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
-        if self._store_works and not never_succeeds:
-            return AirflowException(
-                f"The wait for run {run.bench_result_id} ended without a verdict: {why}. {hint} "
-                "A retry of this task re-attaches to it."
-            )
-        return AirflowFailException(
-            f"The wait for run {run.bench_result_id} ended without a verdict: {why}. {hint} Not retried: "
-            + ("a retry would get the same answer." if never_succeeds else "a retry could not find this run.")
-        )
-
-    def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
-        """Save the files, then succeed or fail. The run record stays: a retry takes this verdict."""
-        result = {**run.to_xcom(), **outcome.summary()}
-        result.pop("summary_metrics", None)
-        verdict = self._check_gate(context, run, outcome)
-        if verdict is not None:
-            result["gate"] = [row.to_xcom() for row in verdict.rows]
-        result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
-        passed = outcome.succeeded and (verdict is None or verdict.passed)
-        self._describe_outlet_events(context, result, passed, verdict)
-        self._active_run = None
-        ti = _context_get(context, "ti")
-        if passed:
-            if verdict is not None and ti is not None:
-                from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, Baseline
-
-                ti.xcom_push(
-                    key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
-                )
-            self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
-            return result
-        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
-
-        if ti is not None:
-            ti.xcom_push(key="return_value", value=result)
-        report = f" Report: {run.report_url}" if run.report_url else ""
-        if outcome.succeeded and verdict is not None:
-            # The run FINISHED and its values are what they are: a retry would reach the same verdict.
-            raise AirflowFailException(f"{verdict.message()}.{report}")
-        final = verdict_is_final(
-            reason=outcome.reason,
-            state=outcome.state,
-            restart_failed_runs=self.restart_failed_runs,
-            store_works=self._store_works,
-        )
-        raise (AirflowFailException if final else AirflowException)(f"{outcome.message}.{report}")
-
-    # --- the quality gate ----------------------------------------------------------------------
-
-    def _gate_spec(self) -> GateSpec:
-        """The rendered gate settings, checked before the run starts (templates render late)."""
-        from airflow_provider_loadtest.decisions.gate import GateSpec
-
-        try:
-            return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
-        except ValueError as exc:
-            from airflow_provider_loadtest.compat import AirflowFailException
-
-            raise AirflowFailException(str(exc)) from exc
-
-    def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
-        """Fetch the values and judge them, once the run ended. After a failed run this is best
-        effort (the task fails for the run's own reason); after a FINISHED one a failed fetch fails
-        the task, and a retry re-attaches to the run (kept in its record) and judges again."""
-        spec = self._gate_spec()
-        if not spec.active or not is_terminal(outcome.state):
-            return None
-        from airflow_provider_loadtest.decisions.gate import evaluate
-
-        baseline, note = self._gate_baseline(context, spec.baseline, run)
-        steps = evaluate(
-            spec,
-            run.bench_result_id,
-            known_metrics=run.summary_metrics or {},
-            baseline=baseline,
-            baseline_note=note,
-        )
-        try:
-            return self.hook.drive(steps, self.log)
-        except Exception as exc:
-            if outcome.succeeded:
-                raise
-            self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
-            return None
-
-    def _gate_baseline(
-        self, context: Context, wanted: str | None, run: StartedRun
-    ) -> tuple[Baseline | None, str | None]:
-        """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
-        in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
-        from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline
-
-        if wanted is None:
-            return None, None
-        if wanted != PREVIOUS:
-            return Baseline(wanted, {}), None
-        ti = context.get("ti") if hasattr(context, "get") else None
-        if ti is None:
-            return None, "no task instance to read earlier runs from"
-        found = Baseline.from_xcom(
-            ti.xcom_pull(
-                task_ids=self.task_id,
-                key=BASELINE_XCOM_KEY,
-                include_prior_dates=True,
-                map_indexes=getattr(ti, "map_index", -1),
-            )
-        )
-        if found is None or found.bench_result_id == run.bench_result_id:
-            return None, "no baseline yet (no earlier run of this task passed)"
-        return found, None
-
-    def _describe_outlet_events(
-        self, context: Context, result: dict[str, Any], passed: bool, verdict: Verdict | None
-    ) -> None:
-        """Put the run and its verdict in the ``extra`` of each outlet asset's event (Airflow emits
-        the events only if the task succeeds)."""
-        outlets = list(getattr(self, "outlets", None) or ())
-        events = context.get("outlet_events") if outlets and hasattr(context, "get") else None
-        if events is None:
-            return
-        from airflow_provider_loadtest.decisions.gate import asset_extra
-
-        extra = asset_extra(result, passed=passed, verdict=verdict)
-        for asset in outlets:
-            events[asset].extra.update(extra)
-
-    def _check_file_settings(self) -> None:
-        """Refuse a bad destination or export setting now, not after a two-hour load test."""
-        if not (self.junit_destination or self.report_pdf_destination):
-            return
-        from airflow_provider_loadtest.decisions.report_pdf import export_config
-        from airflow_provider_loadtest.hooks.artifacts import storage_path
-
-        for destination in (self.junit_destination, self.report_pdf_destination):
-            if destination:
-                storage_path(destination)
-        export_config(self.report_export_config)
-
-    def _save_files(self, context: Context, run: StartedRun, *, must_succeed: bool) -> dict[str, Any]:
-        """Save the JUnit XML and the PDF the task asked for, before the run record is forgotten.
-
-        After a successful run a file that cannot be saved fails the task, and its retry re-attaches
-        to the FINISHED run to try again. Where it could not re-attach (no task state store before
-        Airflow 3.3), the task fails without retries rather than start a second load test. After a
-        failed run saving is best effort: the task then fails for the run's own reason.
-        """
-        wanted: list[tuple[str, Any, Callable[[], bytes]]] = [
-            (
-                "junit",
-                self.junit_destination,
-                lambda: self.hook.get_junit_report(run.bench_result_id).encode(),
-            ),
-            (
-                "report_pdf",
-                self.report_pdf_destination,
-                lambda: self.hook.export_report_pdf(
-                    run.report_id, run.bench_result_id, config=self.report_export_config
-                ),
-            ),
-        ]
-        from airflow_provider_loadtest.hooks.artifacts import write_atomically
-
-        saved: dict[str, Any] = {}
-        for key, destination, fetch in wanted:
-            if not destination:
-                continue
-            try:
-                written = write_atomically(destination, fetch())
-            except Exception as exc:
-                if must_succeed:
-                    self._fail_saving(context, run, key, exc)
-                self.log.error("Could not save the %s of run %s: %s", key, run.bench_result_id, exc)
-                continue
-            except BaseException as exc:  # a timeout or kill while the run's failure is pending
-                if must_succeed:
-                    raise
-                self.log.error("Stopped saving the files of run %s: %s", run.bench_result_id, exc)
-                break
-            self.log.info(
-                "Saved the %s of run %s to %s (%d bytes)",
-                key,
-                run.bench_result_id,
-                written.path,
-                written.size,
-            )
-            saved[key] = written.to_xcom()
-        return saved
-
-    def _fail_saving(self, context: Context, run: StartedRun, key: str, exc: Exception) -> NoReturn:
-        if self._store_works:
-            raise exc  # the retry re-attaches to the FINISHED run and saves again
-        from airflow_provider_loadtest.compat import AirflowFailException
-
-        raise AirflowFailException(
-            f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "
-            "without a working task state store a retry could not re-attach to this run and would "
-            "start a second load test."
-        ) from exc
-
-    def _stop_quietly(self, run: StartedRun, why: str) -> None:
-        self.log.warning("Stopping run %s: %s", run.bench_result_id, why)
-        try:
-            self.hook.stop_run(run.bench_result_id)
-        except Exception as exc:
-            self.log.error(
-                "Could not stop run %s: %s. %s",
-                run.bench_result_id,
-                exc,
-                stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id),
-            )
-        else:
-            self.log.warning("Stopped run %s", run.bench_result_id)
-
 
 @dataclass(frozen=True)
 class _StartRequest:
@@ -755,31 +477,6 @@ class _StartRequest:
     template_id: str | None
     properties: dict[str, str] | None
     subscription_id: str | None
-
-
-@contextmanager
-def _refusing_what_cannot_succeed() -> Iterator[None]:
-    """Fail without retries on what a retry would meet again: a refused key, an unknown scenario or
-    template, an id or setting that fails validation once rendered."""
-    from airflow_provider_loadtest.api.errors import (
-        AmbiguousTemplateError,
-        LoadTestApiError,
-        TemplateNotFoundError,
-    )
-    from airflow_provider_loadtest.compat import AirflowFailException
-
-    try:
-        yield
-    except LoadTestApiError as exc:
-        if exc.never_succeeds:
-            raise AirflowFailException(f"{exc} (not retried: a retry would get the same answer)") from exc
-        raise
-    except (ValueError, TemplateNotFoundError, AmbiguousTemplateError) as exc:
-        raise AirflowFailException(f"{exc} (not retried: a retry would meet the same problem)") from exc
-
-
-def _context_get(context: Any, key: str) -> Any:
-    return context.get(key) if hasattr(context, "get") else None
 
 
 def _store_delete(store: Any, log: Any) -> None:

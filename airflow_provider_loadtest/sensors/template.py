@@ -25,6 +25,12 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
     ``template_id=sensor.output``) then runs with it. Names match exactly first, then ignoring case;
     several templates with the same name fail the sensor rather than pick one.
 
+    Returns (XCom ``return_value``) the template's id, a string. Takes every ``BaseSensorOperator``
+    argument too: ``poke_interval`` (default 60 s; also the triggerer's interval), ``timeout`` (default
+    7 days; a deferred wait then ends with ``AirflowSensorTimeout``, or a skip with ``soft_fail``),
+    ``mode`` (ignored when deferrable). A bad key or an ambiguous name fail without retries; a service
+    outage fails with retries.
+
     :param workspace_id: the workspace whose templates to watch.
     :param template_name: the template's name (give this or ``template_id``).
     :param template_id: the template's id, to wait until it exists.

@@ -12,8 +12,10 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-#: Bound for the best-effort stop when a user kills a deferred task.
-STOP_TIMEOUT_S = 30.0
+#: Bound for the best-effort stop when a user kills a deferred task (Airflow gives ``on_kill`` 30 s).
+STOP_TIMEOUT_S = 12.0
+#: Bound for asking Airflow the task instance's state when the triggerer stops running a wait.
+STATE_QUERY_TIMEOUT_S = 5.0
 
 
 class LoadTestRunTrigger(BaseTrigger):
@@ -55,13 +57,21 @@ class LoadTestRunTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_loadtest.decisions.watch import WatchOptions, first_poll_delay, watch_run
-        from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
-
         try:
+            from airflow_provider_loadtest.api.errors import LoadTestApiError
+            from airflow_provider_loadtest.decisions.watch import WatchOptions, first_poll_delay, watch_run
+            from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
+
             settings = await settings_for(self.loadtest_conn_id)
+            options = WatchOptions.from_json(self.options)
+        except Exception as exc:
+            # The triggerer cannot watch for a reason of its own (a connection it cannot read, a module
+            # it cannot import, settings it cannot read): hand the wait back to a worker rather than
+            # leave the run unwatched.
+            yield self._handback(f"{type(exc).__name__}: {exc}")
+            return
+        try:
             async with AsyncLoadTestClient(settings) as client:
-                options = WatchOptions.from_json(self.options)
                 steps = watch_run(
                     self.bench_result_id,
                     options,
@@ -70,7 +80,7 @@ class LoadTestRunTrigger(BaseTrigger):
                     first_delay_s=first_poll_delay(self.bench_result_id, options.check_interval_s),
                 )
                 outcome = await client.drive(steps, self.log)
-        except Exception as exc:
+        except LoadTestApiError as exc:
             # The event carries the message (never the key: errors are built without it) and the run,
             # so the task fails on the worker with the real reason and says how to stop the run.
             yield TriggerEvent(
@@ -78,21 +88,69 @@ class LoadTestRunTrigger(BaseTrigger):
                     "status": "error",
                     "run": self.run_record,
                     "message": f"{type(exc).__name__}: {exc}",
-                    "never_succeeds": bool(getattr(exc, "never_succeeds", False)),
+                    "never_succeeds": exc.never_succeeds,
                 }
             )
             return
+        except Exception as exc:
+            yield self._handback(f"{type(exc).__name__}: {exc}")
+            return
         yield TriggerEvent({"status": "done", "run": self.run_record, "outcome": outcome.to_json()})
 
-    async def on_kill(self) -> None:
-        """A user marked the deferred task failed or cleared it: stop the load test (Airflow 3.3+)."""
-        from airflow_provider_loadtest.api import endpoints
-        from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
+    def _handback(self, why: str) -> TriggerEvent:
+        self.log.warning(
+            "Cannot watch run %s in the triggerer (%s): handing it back to a worker",
+            self.bench_result_id,
+            why,
+        )
+        return TriggerEvent({"status": "handback", "run": self.run_record, "message": why})
 
-        self.log.warning("The task was stopped by a user: stopping run %s", self.bench_result_id)
+    async def on_kill(self) -> None:
+        """Airflow 3.3 stopped running this wait here: stop the load test only if a person ended the task.
+
+        Airflow calls this alike when a person marks the deferred task failed or successful, clears it,
+        and when the wait merely moved to another triggerer (this one stalled past its health-check
+        threshold) or the task resumes on a worker. The task instance's state as the API server sees it
+        tells which (``decisions.stops.cause_in_triggerer``); when in doubt the run is left going, for the
+        other triggerer or the next try. A clear is left to the next try, which records why it stops the
+        old run (a trigger cannot write the task's state store).
+        """
+        from airflow_provider_loadtest.api import endpoints
+        from airflow_provider_loadtest.decisions.runs import is_terminal, normal_state
+        from airflow_provider_loadtest.decisions.stops import cause_in_triggerer
+        from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
+        from airflow_provider_loadtest.run_lifecycle import task_instance_state
+
+        ti = getattr(self, "task_instance", None)
+        readable, state = False, "no task instance"
+        if ti is not None:
+            try:
+                readable, state = await asyncio.wait_for(
+                    asyncio.to_thread(task_instance_state, ti), STATE_QUERY_TIMEOUT_S
+                )
+            except Exception as exc:  # including the wait's timeout
+                readable, state = False, f"{type(exc).__name__}: {exc}"
+        cause = cause_in_triggerer(state, readable=readable)
+        if cause is None:
+            self.log.info(
+                "No longer watching run %s here (task instance state: %s); it is left going for whoever "
+                "watches it next",
+                self.bench_result_id,
+                state,
+            )
+            return
+        self.log.warning(
+            "The task was ended by a person (state %s): stopping run %s", state, self.bench_result_id
+        )
         try:
             settings = await settings_for(self.loadtest_conn_id)
             async with AsyncLoadTestClient(settings) as client:
+                result = await asyncio.wait_for(
+                    client.call(endpoints.get_bench_result(self.bench_result_id)), STOP_TIMEOUT_S
+                )
+                if is_terminal(normal_state(result.state)):
+                    self.log.info("Run %s already ended %s", self.bench_result_id, result.state)
+                    return
                 await asyncio.wait_for(client.call(endpoints.stop_run(self.bench_result_id)), STOP_TIMEOUT_S)
         except Exception as exc:
             self.log.error("Could not stop run %s: %s (stop it in the web UI)", self.bench_result_id, exc)

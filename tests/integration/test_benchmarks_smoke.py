@@ -25,6 +25,7 @@ SCRIPTS = (
     "models_parse.py",
     "triggerer_scale.py",
     "demo_split.py",
+    "gate_quality.py",
 )
 BUDGET_ROWS = (
     "DAG parse: import of each operator/sensor module",
@@ -35,6 +36,9 @@ BUDGET_ROWS = (
     "Client CPU per call",
     "Models: parsing full templates",
     "`make demo` wall time",
+    "Gate: false alarms per 100 clean nights",
+    "Gate: a 4 sd step failed on its first night",
+    "Gate: a 2.5 sd step failed within three nights",
 )
 
 

@@ -52,6 +52,9 @@ for dag_id, scenario, deferrable in [
     ("crash_poll", "crash-poll", False),
     ("crash_trigger", "crash-trigger", True),
     ("crash_clear", "crash-clear", False),
+    ("crash_sigterm", "crash-sigterm", False),
+    ("crash_markfailed", "crash-markfailed", False),
+    ("crash_clearrun", "crash-clearrun", False),
 ]:
     with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False) as dag:
         RunScenarioOperator(
@@ -81,6 +84,9 @@ def _seed() -> dict[str, Any]:
         {"id": "crash-poll", "projectId": "demo-project", "name": "Crash poll", "durationSeconds": 40},
         {"id": "crash-trigger", "projectId": "demo-project", "name": "Crash trigger", "durationSeconds": 60},
         {"id": "crash-clear", "projectId": "demo-project", "name": "Crash clear", "durationSeconds": 3},
+        {"id": "crash-sigterm", "projectId": "demo-project", "name": "Crash sigterm", "durationSeconds": 40},
+        {"id": "crash-markfailed", "projectId": "demo-project", "name": "Mark failed", "durationSeconds": 60},
+        {"id": "crash-clearrun", "projectId": "demo-project", "name": "Clear running", "durationSeconds": 30},
     ]
     return seed
 
@@ -170,6 +176,12 @@ class Cluster:
         with closing(sqlite3.connect(self.home / "airflow.db", timeout=10)) as db:
             return db.execute(sql, args).fetchall()
 
+    def query_write(self, sql: str, *args: Any) -> None:
+        """What a person's action does to a task instance's row (the UI's "mark failed" writes the same)."""
+        with closing(sqlite3.connect(self.home / "airflow.db", timeout=10)) as db:
+            db.execute(sql, args)
+            db.commit()
+
     def dag_run_state(self, dag_id: str) -> str | None:
         rows = self.query("select state from dag_run where dag_id = ? order by id desc limit 1", dag_id)
         return str(rows[0][0]) if rows else None
@@ -212,7 +224,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             try:
                 _wait_for(
                     "the DAGs to be parsed",
-                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 4,
+                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 7,
                     STARTUP_TIMEOUT_S,
                     every=2,
                 )
@@ -225,6 +237,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def _runs(sim: SimulatorHandle, scenario: str) -> list[str]:
     return [run.id for run in sim.runs(scenario)]
+
+
+def _stopped(sim: SimulatorHandle, scenario: str) -> list[str]:
+    """The runs of ``scenario`` that received a stop call."""
+    return [run.id for run in sim.runs(scenario) if run.stopped_at is not None]
+
+
+def _task_process_polling(cluster: Cluster, scenario: str) -> psutil.Process:
+    """The task process of ``scenario``'s running task, once its run is RUNNING and polled."""
+    _wait_for("the run to start", lambda: _runs(cluster.sim, scenario), 120)
+    return _wait_for("the task process polling", cluster.process_talking_to_simulator, 60, every=0.2)
 
 
 def _finish(cluster: Cluster, dag_id: str) -> str:
@@ -340,3 +363,51 @@ def test_the_release_gate_example_triggers_its_deployment_dag_through_the_asset(
     )
     assert f"Run {run.id} of scenario demo-scenario passed its gate (FINISHED)" in logs
     assert "Deploying: p95" in logs
+
+
+def test_a_worker_restart_mid_wait_leaves_the_run_going_and_the_retry_reattaches(cluster: Cluster) -> None:
+    """Issue 17, point 2: SIGTERM to the worker's processes (``systemctl restart``) reached ``on_kill``,
+    which stopped a healthy run; the same try judged it ABORTED and failed for good."""
+    cluster.run(["dags", "trigger", "crash_sigterm"])
+    task = _task_process_polling(cluster, "crash-sigterm")
+    supervisor = task.parent()
+    time.sleep(2)
+    for proc in (supervisor, task):  # the process group's signal: the supervisor forwards it again
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+    state = _finish(cluster, "crash_sigterm")
+    runs, stopped = _runs(cluster.sim, "crash-sigterm"), _stopped(cluster.sim, "crash-sigterm")
+    print(f"crash_sigterm: task {cluster.task('crash_sigterm')}, runs {runs}, stopped {stopped}")
+    assert (len(runs), stopped) == (1, []), f"runs {runs}, stopped {stopped}\n{cluster.log_tail()}"
+    assert state == "success", cluster.log_tail()
+    assert cluster.task("crash_sigterm") == ("success", 2)  # the retry re-attached and judged it
+
+
+def test_marking_a_running_task_failed_stops_its_run(cluster: Cluster) -> None:
+    """A person's decision: Airflow's heartbeat answer tells the task's supervisor, which ends the task;
+    ``on_kill`` reads the state and stops the run, once."""
+    cluster.run(["dags", "trigger", "crash_markfailed"])
+    _task_process_polling(cluster, "crash-markfailed")
+    cluster.query_write("update task_instance set state = 'failed' where dag_id = ?", "crash_markfailed")
+    _wait_for(
+        "the run to be stopped",
+        lambda: _stopped(cluster.sim, "crash-markfailed"),
+        60,
+    )
+    runs, stopped = _runs(cluster.sim, "crash-markfailed"), _stopped(cluster.sim, "crash-markfailed")
+    stops = [r for r in cluster.sim.requests if r.route == "stop_run"]
+    print(f"crash_markfailed: runs {runs}, stopped {stopped}, stop calls {len(stops)}")
+    assert (len(runs), len(stopped)) == (1, 1)
+
+
+def test_clearing_a_running_task_stops_its_run_and_starts_exactly_one_new(cluster: Cluster) -> None:
+    """Issue 17, point 4: a clear of a running task must give exactly one new run, whatever order the
+    scheduler and the next try see it in; the old run is stopped (a person asked for a new one)."""
+    cluster.run(["dags", "trigger", "crash_clearrun"])
+    _task_process_polling(cluster, "crash-clearrun")
+    cluster.run(["tasks", "clear", "crash_clearrun", "--task-regex", "load_test", "--yes"])
+    assert _finish(cluster, "crash_clearrun") == "success", cluster.log_tail()
+    runs, stopped = _runs(cluster.sim, "crash-clearrun"), _stopped(cluster.sim, "crash-clearrun")
+    print(f"crash_clearrun: task {cluster.task('crash_clearrun')}, runs {runs}, stopped {stopped}")
+    assert len(runs) == 2, f"a clear should start exactly one new run: {runs}\n{cluster.log_tail()}"
+    assert stopped == runs[:1]

@@ -7,6 +7,7 @@ asserts the DAG run's outcome and what the simulator received.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,3 +209,36 @@ def test_start_answer_dropped_fails_for_good_with_one_run_billed(
     assert "outcome is unknown" in result.output
     assert len(sim.starts()) == 1
     assert len(sim.runs()) == 1
+
+
+def test_deferred_wait_with_a_connection_stored_in_the_database(tmp_path: Path, sim: SimulatorHandle) -> None:
+    """Issue 20, point 3: with the connection added by ``airflow connections add`` (not an environment
+    variable), ``airflow dags test`` started the run and then the wait failed in the triggerer ("The
+    conn_id `loadtest_default` isn't defined"), leaving the run unwatched. Wherever the triggerer cannot
+    read the connection, the wait is handed back to the worker and the run gets its verdict."""
+    home = AirflowHome(tmp_path / "home", [Path(__file__).with_name("dags")])
+    added = home._run(
+        [
+            str(Path(__file__).parents[2] / ".venv" / "bin" / "airflow")
+            if not Path(sys.executable).with_name("airflow").exists()
+            else str(Path(sys.executable).with_name("airflow")),
+            "connections",
+            "add",
+            "loadtest_default",
+            "--conn-type",
+            "loadtest",
+            "--conn-host",
+            sim.url,
+            "--conn-password",
+            sim.api_key,
+        ],
+        {},
+        timeout=120,
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    result = home.dags_test("loadtest_e2e_lifecycle", {"LOADTEST_E2E_DEFERRABLE": "1"})
+    assert result.succeeded, result.output[-6000:]
+    assert result.task_states("loadtest_e2e_lifecycle")["run_load_test"][0] == "success"
+    assert len(sim.starts()) == 1
+    assert not [r for r in sim.requests if r.route == "stop_run"]
+    print("\n".join(line for line in result.output.splitlines() if "triggerer" in line.lower())[-3000:])

@@ -15,6 +15,7 @@ from airflow_provider_loadtest.decisions.gate import (
     METRIC_DIRECTIONS,
     Budget,
     Direction,
+    GateRow,
     GateSpec,
     judge,
     parse_budgets,
@@ -231,12 +232,24 @@ def test_baseline_zero() -> None:
     assert _row({"THROUGHPUT_RATE": 3}, {"THROUGHPUT_RATE": 0}, "THROUGHPUT_RATE")["passed"]
 
 
-def test_missing_value_from_the_service_fails_and_missing_baseline_value_checks_budget_only() -> None:
+def test_missing_value_from_the_service_fails_as_not_measured() -> None:
     row = _row({P95: None}, {P95: 700})
-    assert not row["passed"] and row["reason"] == "no value from the service"
+    assert not row["passed"] and row["reason"] == "not measured: no value from the service"
+    assert row["status"] == "not_measured"
     assert not _row({}, None)["passed"]
-    row = _row({P95: 799}, {P95: None})
-    assert row["passed"] and row["baseline"] is None and row["change_pct"] is None
+
+
+@pytest.mark.parametrize("unread", [None, "700", float("nan"), True, "missing"])
+def test_a_baseline_value_that_cannot_be_read_fails_its_bound_never_passes(unread: object) -> None:
+    """Failed on the old code: a bounded metric whose baseline value was unreadable passed on its
+    budget alone, so a regression against a baseline nobody read went through."""
+    baseline = {} if unread == "missing" else {P95: unread}
+    row = _row({P95: 799}, baseline)
+    assert not row["passed"] and row["status"] == "not_measured"
+    assert row["reason"].startswith("not measured:") and row["baseline"] is None
+    # a metric with a budget only does not need the baseline's value
+    budget_only = GateSpec.parse({P95: "<= 800"}, None, "previous")
+    assert judge(budget_only, {P95: 799}, baseline)[0].passed
 
 
 def test_no_baseline_checks_budgets_only() -> None:
@@ -273,6 +286,8 @@ def _pushed(context: dict[str, Any]) -> dict[str, Any]:
     return {c.kwargs["key"]: c.kwargs["value"] for c in context["ti"].xcom_push.call_args_list}
 
 
+NO_HISTORY = {"centre": None, "noise": None, "band_low": None, "band_high": None, "history_n": None,
+              "note": None}  # fmt: skip
 GATED = {
     "metric_budgets": {P95: "<= 800", "ERRORS_PERCENT": "< 1"},
     "baseline": "previous",
@@ -299,10 +314,10 @@ def test_failing_regression_pushes_rows_and_names_every_failing_metric(
     assert pushed["return_value"]["gate"] == [
         {"metric": P95, "value": 780.0, "passed": False, "budget": "<= 800", "baseline": 600.0,
          "change_pct": 30.0, "max_regression_pct": 10.0, "reason": "more than 10 % worse than the baseline",
-         "transaction": None},
+         "status": "regression", **NO_HISTORY, "transaction": None},
         {"metric": "ERRORS_PERCENT", "value": 2.5, "passed": False, "budget": "< 1", "baseline": 0.1,
-         "change_pct": 2400.0, "max_regression_pct": None, "reason": "budget < 1",
-         "transaction": None},
+         "change_pct": 2400.0, "max_regression_pct": None, "reason": "budget < 1", "status": "budget",
+         **NO_HISTORY, "transaction": None},
     ]  # fmt: skip
     assert BASELINE_XCOM_KEY not in pushed  # a failing run is never a baseline
     context["ti"].xcom_pull.assert_called_once_with(
@@ -395,7 +410,9 @@ def test_asset_event_carries_the_run_and_the_verdict(loadtest_conn: str, request
         "state": "FINISHED",
         "passed": True,
         "metrics": {P95: 610.0, "ERRORS_PERCENT": 0.2},
+        "gate": result["gate"],
     }
+    assert [GateRow.from_xcom(row).status for row in result["gate"]] == ["pass", "pass"]
 
 
 def test_deferrable_mode_reaches_the_same_verdict(loadtest_conn: str, requests_mock: rm.Mocker) -> None:

@@ -44,6 +44,7 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         "before = set(sys.modules)\n"
         "import airflow_provider_loadtest.operators.run_scenario\n"
         "import airflow_provider_loadtest.sensors.template\n"
+        "import airflow_provider_loadtest.sensors.run\n"
         "import airflow_provider_loadtest.operators.report\n"
         "print('MODULES:' + ','.join(sorted(set(sys.modules) - before)))\n"
     )

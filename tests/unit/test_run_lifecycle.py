@@ -12,7 +12,6 @@ import pytest
 import requests_mock as rm
 
 from airflow_provider_loadtest.compat import (
-    AIRFLOW_V_3_3_PLUS,
     AirflowException,
     AirflowFailException,
     TaskDeferred,
@@ -59,16 +58,6 @@ class FakeStateStore:
 
     def delete(self, key: str) -> None:
         self.data.pop(key, None)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """A fake clock that the hook's sleeps move forward."""
-    now = [1_000_000.0]
-    monkeypatch.setattr(hook_module, "_sleep", lambda s: now.__setitem__(0, now[0] + s))
-    monkeypatch.setattr("airflow_provider_loadtest.decisions.watch.time.time", lambda: now[0])
-    monkeypatch.setattr("airflow_provider_loadtest.operators.run_scenario.time.time", lambda: now[0])
-    return now
 
 
 def _context(
@@ -192,11 +181,15 @@ def test_execution_timeout_interrupting_the_wait_stops_the_run(
         raise AirflowTaskTimeout("Timeout, PID: 1")
 
     monkeypatch.setattr(hook_module, "_sleep", interrupted)
-    with pytest.raises(AirflowTaskTimeout):
-        _op().execute(_context(FakeStateStore()))  # type: ignore[arg-type]
+    store = FakeStateStore()
+    # The timeout is the task's own decision: the run is stopped once, the record says why, and the
+    # failure is final (a retry could only judge the run it stopped, or bill another).
+    with pytest.raises(AirflowFailException, match="execution_timeout passed; it was stopped"):
+        _op().execute(_context(store))  # type: ignore[arg-type]
     assert _posts(requests_mock, STOP_URL) == 1
-    with pytest.raises(AirflowFailException, match="would start a second load test"):
-        _op().execute(_context())  # no state store: the retry could not find the stopped run
+    assert store.data[RUN_RECORD_KEY]["stopped"]["by"] == "timeout"
+    with pytest.raises(AirflowFailException, match="execution_timeout passed; it was stopped"):
+        _op().execute(_context())  # no state store: the same, stopped once more by its own try
     assert _posts(requests_mock, STOP_URL) == 2
 
 
@@ -214,15 +207,22 @@ def test_api_outage_while_polling_leaves_the_run_for_a_retry(
     assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
 
 
-def test_on_kill_stops_the_active_run(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+def test_on_kill_stops_the_active_run_when_a_person_ended_the_task(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from airflow_provider_loadtest import run_lifecycle
+
+    monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (True, "failed"))
     _service(requests_mock, ["RUNNING"])
     op = _op(wait_for_completion=False)
     op.on_kill()  # nothing started yet: nothing to stop
     assert _posts(requests_mock, STOP_URL) == 0
-    op._adopt(_context(), op.start_run(_context()))  # what execute does before waiting
+    op = _op(wait_for_completion=False)
+    context = _context()
+    op._ti = context["ti"]
+    op._adopt(context, op.start_run(context))  # what execute does before waiting
     op.on_kill()
+    op.on_kill()  # a second signal: one stop per decision
     assert _posts(requests_mock, STOP_URL) == 1
 
 
@@ -360,34 +360,6 @@ def test_execute_complete_success_and_failure(loadtest_conn: str) -> None:
         )  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(
-    not AIRFLOW_V_3_3_PLUS,
-    reason="Airflow calls BaseTrigger.on_kill from 3.3 on; 3.1's async connection lookup needs a triggerer",
-)
-def test_trigger_on_kill_stops_the_run(loadtest_conn: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import httpx
-
-    from airflow_provider_loadtest.hooks import async_client
-
-    calls: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(f"{request.method} {request.url.path}")
-        return httpx.Response(200)
-
-    real = async_client.AsyncLoadTestClient
-    monkeypatch.setattr(
-        async_client,
-        "AsyncLoadTestClient",
-        lambda settings: real(settings, transport=httpx.MockTransport(handler)),
-    )
-    trigger = LoadTestRunTrigger(
-        loadtest_conn_id="loadtest_default", run_record=_saved_record(), options={}, started_at=0
-    )
-    asyncio.run(trigger.on_kill())
-    assert calls == ["POST /runtime/bench-results/stop/br-1"]
-
-
 def test_argument_checks() -> None:
     with pytest.raises(ValueError, match="fail_on_alarm_severity"):
         _op(fail_on_alarm_severity="PASSED")
@@ -504,7 +476,14 @@ def test_start_in_flight_is_recorded_before_the_start_request(
     requests_mock.post(RUN_URL, json=start)
     _op(wait_for_completion=False).execute(_context(store, max_tries=2))  # type: ignore[arg-type]
     assert seen == [
-        {"version": 1, "scenario_id": "sc-1", "start_sent_at": clock[0], "max_tries": 2, "run": None}
+        {
+            "version": 1,
+            "scenario_id": "sc-1",
+            "start_sent_at": clock[0],
+            "max_tries": 2,
+            "run": None,
+            "stopped": None,
+        }
     ]
     assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
     assert store.data[RUN_RECORD_KEY]["max_tries"] == 2
@@ -644,16 +623,20 @@ def test_a_persons_clear_starts_afresh_and_says_so(
     capsys: pytest.CaptureFixture[str],
     earlier: dict[str, Any] | None,
 ) -> None:
-    _service(requests_mock, ["RUNNING", "FINISHED"])
+    # The run of before the clear still goes (read first), then the new run is watched to its end.
+    _service(requests_mock, ["RUNNING", "FINISHED"] if earlier else ["FINISHED"])
     store = FakeStateStore({RUN_RECORD_KEY: _record(earlier, max_tries=1)})
     result = _op().execute(_context(store, max_tries=3, try_number=3))  # type: ignore[arg-type]
     assert result["state"] == "FINISHED"
     assert _posts(requests_mock, RUN_URL) == 1
-    assert (
-        "The task was cleared (max_tries went from 1 to 3): starting a new load test"
-        in capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "The task was cleared (max_tries went from 1 to 3)" in out
+    # A clear is a person's decision: the old run, still going, is stopped once (and said why).
+    assert _posts(requests_mock, STOP_URL) == (1 if earlier else 0)
+    if earlier:
+        assert "Stopping run br-1: a person cleared the task" in out
     assert store.data[RUN_RECORD_KEY]["max_tries"] == 3
+    assert store.data[RUN_RECORD_KEY]["stopped"] is None  # the new run's record
 
 
 def test_a_retry_is_not_a_clear(loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]) -> None:

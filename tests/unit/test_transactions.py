@@ -112,6 +112,7 @@ def test_a_slow_transaction_fails_its_budget_row_by_row() -> None:
             False,
             "<= 800",
             reason="budget <= 800",
+            status="budget",
             transaction="Checkout",
         ),
         GateRow("ERRORS_PERCENT", 0.0, True, "< 1", transaction="Checkout"),
@@ -142,16 +143,19 @@ def test_a_transaction_never_sampled_fails_naming_the_labels_seen_closest_first(
     rows = run({"checkout": {"RESPONSE_TIME_PERCENTILE_95": "<= 800"}}, summary_of(SUMMARY_TIMES))
     assert len(rows) == 1 and not rows[0].passed and rows[0].value is None
     assert rows[0].transaction == "checkout"
+    assert rows[0].status == "not_measured"
     assert rows[0].reason == (
-        "the run never sampled 'checkout'; labels sampled (closest first): 'Checkout', 'Home', 'api/items', "
-        "'api/users'"
+        "not measured: the run never sampled 'checkout'; labels sampled (closest first): 'Checkout', "
+        "'Home', 'api/items', 'api/users'"
     )
 
 
 def test_a_pattern_matching_nothing_fails_too() -> None:
     rows = run({"web/*": {"ERRORS_PERCENT": "< 1", "HITS_TOTAL": ">= 1"}}, summary_of(SUMMARY_TIMES))
     assert [(row.metric, row.passed) for row in rows] == [("ERRORS_PERCENT", False), ("HITS_TOTAL", False)]
-    assert rows[0].reason is not None and rows[0].reason.startswith("no sampled label matches 'web/*'")
+    assert rows[0].reason is not None and rows[0].reason.startswith(
+        "not measured: no sampled label matches 'web/*'"
+    )
 
 
 def test_the_labels_named_are_bounded_and_an_empty_run_says_so() -> None:
@@ -168,7 +172,8 @@ def test_a_metric_without_its_column_fails_saying_why() -> None:
         TransactionBudgets.parse({"Home": {"HITS_RATE": ">= 1"}}), read({"lg-1.jtl": text.encode()})
     )
     assert [(row.value, row.passed) for row in rows] == [(None, False)]
-    assert rows[0].reason == "no value: the run's JTL files lack the column it is computed from"
+    assert rows[0].reason == "not measured: the run's JTL files lack the column it is computed from"
+    assert rows[0].status == "not_measured"
 
 
 # --- the slowest transactions --------------------------------------------------------------------------

@@ -1,0 +1,137 @@
+"""Who may stop a load test, and how a stop is remembered: the rule the worker and the triggerer share.
+
+A load test ends by itself at its planned duration, so leaving one running costs nothing the user did not
+already plan to pay; stopping a healthy one wastes it and turns an infrastructure blip into a red gate.
+So **a run is stopped only when someone or something decided it should end**:
+
+- a person: marking the task instance failed or successful, or clearing it (a request for a new run);
+- the task's own bounds: ``timeout`` or ``execution_timeout``;
+- the gate: ``stop_on_alarm``.
+
+Never because the process watching it went away: a triggerer that lost its trigger to another one (a
+stall past ``triggerer_health_check_threshold``), a worker shut down or restarted (SIGTERM), a heartbeat
+lost to a metadata-database outage. Airflow 3.3 calls ``on_kill`` in all of these cases alike, so the
+cause is read from what Airflow itself knows at that moment: the task instance's state as the API
+server sees it. When it cannot be read, or it is ambiguous, the run is left going: the next try (or the
+other triggerer) re-attaches to it.
+
+When the task does stop its run, the decision is written into the run record (``decisions.run_record``)
+before the stop is sent, so a retry neither blames "outside" for a self-inflicted ABORTED nor takes it as
+the run's verdict, and a person's clear is recognised whatever order the scheduler and the next try see
+it in.
+
+No I/O, nothing heavy: the operator module imports this at DAG-parse time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+#: Why a run was stopped by this package (``StopDecision.by``).
+StopCause = Literal["clear", "marked_failed", "marked_success", "state_changed", "timeout", "gate"]
+
+#: Task-instance states (Airflow's ``TaskInstanceState`` values) that only a person sets on a task that is
+#: running or deferred. ``failed`` may also be the scheduler giving up on a task whose heartbeats stopped
+#: with no retries left; it is taken as a person's (the far more common case) and documented.
+_PERSON_SET: dict[str, StopCause] = {
+    "failed": "marked_failed",
+    "success": "marked_success",
+    "skipped": "state_changed",
+    "removed": "state_changed",
+}
+
+_CAUSE_TEXT: dict[StopCause, str] = {
+    "clear": "a person cleared the task",
+    "marked_failed": "a person marked the task failed",
+    "marked_success": "a person marked the task successful",
+    "state_changed": "a person changed the task's state",
+    "timeout": "the task's timeout passed",
+    "gate": "the quality gate broke while it ran",
+}
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """A decision to end a run: who decided (``by``), in words (``why``), when (epoch seconds), which run."""
+
+    bench_result_id: str
+    by: StopCause
+    why: str
+    at: float
+
+    def to_store(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_store(cls, value: object) -> StopDecision | None:
+        """Read a stored decision; ``None`` for nothing or something unreadable."""
+        if not isinstance(value, dict):
+            return None
+        by, at, run = value.get("by"), value.get("at"), value.get("bench_result_id")
+        if by not in _CAUSE_TEXT or not isinstance(at, (int, float)) or not isinstance(run, str):
+            return None
+        return cls(run, by, str(value.get("why") or _CAUSE_TEXT[by]), float(at))
+
+    @property
+    def is_clear(self) -> bool:
+        """A clear asks for a new run: the next try starts one."""
+        return self.by == "clear"
+
+
+def decision(bench_result_id: str, by: StopCause, at: float, detail: str | None = None) -> StopDecision:
+    """A ``StopDecision`` with its cause in words (and ``detail`` after it)."""
+    why = _CAUSE_TEXT[by] + (f" ({detail})" if detail else "")
+    return StopDecision(bench_result_id, by, why, at)
+
+
+def _normal(ti_state: object) -> str | None:
+    """A task-instance state as Airflow's API sends it (an enum or its value), lower case; ``None``
+    when it could not be read."""
+    if ti_state is None:
+        return None
+    value = getattr(ti_state, "value", ti_state)
+    return str(value).strip().lower() or None
+
+
+def cause_on_worker(ti_state: object, *, readable: bool) -> StopCause | None:
+    """Why the task running on a worker is being killed, from its state as the API server sees it now.
+
+    ``None``: not a decision to end the run (the worker is shutting down or restarting, the heartbeat was
+    lost, the state could not be read, or Airflow re-queued the task after losing it): leave the run going
+    for the next try. ``restarting`` is how Airflow marks a *running* task instance that a person cleared;
+    ``None`` as a state (``readable`` True) is a clear the scheduler already processed.
+    """
+    if not readable:
+        return None
+    state = _normal(ti_state)
+    if state in (None, "none", "restarting"):
+        return "clear"
+    return _PERSON_SET.get(state)
+
+
+def cause_in_triggerer(ti_state: object, *, readable: bool) -> StopCause | None:
+    """Why the triggerer cancelled a deferred wait (Airflow 3.3 calls ``on_kill`` for every trigger it
+    stops running, including one that merely moved to another triggerer).
+
+    Only a state a person sets ends the run here. ``deferred`` means another triggerer holds the wait;
+    ``scheduled``/``queued``/``running`` mean the wait's event fired (here or elsewhere) and the task is
+    resuming, or a new try after a clear is starting; ``None`` is a clear whose next try has not started.
+    In the clear cases the next try itself stops the old run (it can record why; a trigger cannot write
+    the task's state store), so the triggerer leaves them alone.
+    """
+    if not readable:
+        return None
+    state = _normal(ti_state)
+    return _PERSON_SET.get(state) if state is not None else None
+
+
+def explain(stop: StopDecision) -> str:
+    """The cause of a run's ABORTED state when this package stopped it."""
+    return f"it was stopped at {_utc(stop.at)} because {stop.why}"
+
+
+def _utc(epoch: float) -> str:
+    from airflow_provider_loadtest.decisions.run_record import utc_text
+
+    return utc_text(epoch)

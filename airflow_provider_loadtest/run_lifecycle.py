@@ -1,0 +1,758 @@
+"""One run lifecycle for every task that watches a load test: wait, judge, save, verdict, and when to stop.
+
+``RunScenarioOperator`` (which starts the run) and ``LoadTestRunSensor`` (which waits for one started
+elsewhere) are two front doors to the same lifecycle; this mixin holds everything after "we have a run":
+
+- **wait** on the worker (``watch_run`` driven by the hook) or deferred to the triggerer
+  (``LoadTestRunTrigger``), with the task's ``timeout``/``execution_timeout`` as the watch's deadline;
+- **judge** the ended run: its state, the threshold-alarm gate, the metric budgets and regression bounds;
+- **save** the JUnit XML and PDF before the verdict, and describe the outlet assets' events;
+- **stop** a run only when someone or something decided it should end (``decisions.stops``): never
+  because the process watching it went away. A wait the triggerer cannot do for its own reasons (a
+  connection it cannot read, a trigger that fails to load) is handed back to a worker, never dropped.
+
+Imported at DAG-parse time by the operator and sensor modules: everything heavy loads inside methods.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from airflow_provider_loadtest.decisions.run_record import positive_seconds, stop_hint, verdict_is_final
+from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
+from airflow_provider_loadtest.decisions.stops import StopCause, StopDecision, decision, explain
+from airflow_provider_loadtest.links.report import LoadTestReportLink
+from airflow_provider_loadtest.operators.common import LoadTestHookMixin
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context, ObjectStoragePath
+
+    from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
+    from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
+
+#: How long ``on_kill`` may spend asking Airflow why the task is being ended, and then stopping the run:
+#: Airflow's task supervisor escalates to SIGKILL 5 s after its SIGTERM.
+KILL_QUERY_S = 1.5
+KILL_STOP_S = 3.0
+
+
+@dataclass(frozen=True)
+class _Kill:
+    """What ``on_kill`` found: the decision to end the run (``cause``), or ``None`` for "the watcher is
+    going away, the run is not to be stopped"."""
+
+    cause: StopCause | None
+    at: float
+    detail: str
+
+
+class WorkerLeaving(BaseException):
+    """Raised by ``on_kill`` into the wait it interrupts, so the wait ends now. A ``BaseException``, like
+    the ``KeyboardInterrupt`` it stands for: no ``except Exception`` on the way (an HTTP client's retry,
+    a generator's error handling) may swallow it; ``_watch_here`` turns it into the task's failure."""
+
+
+def _in_thread(fn: Callable[[], Any], seconds: float) -> tuple[bool, Any]:
+    """Run ``fn`` in a daemon thread, waiting at most ``seconds``: ``(True, result)`` or ``(False, why)``.
+
+    ``on_kill`` runs in a signal handler on the task's main thread, which may have been interrupted while
+    holding the lock of Airflow's channel to its supervisor (or of the HTTP pool): calling them from that
+    thread could deadlock, so the calls go through a thread of their own, bounded.
+    """
+    box: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            box.append((True, fn()))
+        except Exception as exc:
+            box.append((False, f"{type(exc).__name__}: {exc}"))
+
+    thread = threading.Thread(target=target, name="loadtest-on-kill", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return box[0] if box else (False, f"no answer within {seconds:g} s")
+
+
+def task_instance_state(ti: Any) -> tuple[bool, Any]:
+    """The task instance's state as the API server sees it now: ``(readable, state)``.
+
+    Through the Task SDK's supervisor channel (``RuntimeTaskInstance.get_task_states``), which works on a
+    worker and, from a thread, in the triggerer.
+    """
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        map_index = getattr(ti, "map_index", -1)
+        map_index = map_index if isinstance(map_index, int) else -1
+        states = RuntimeTaskInstance.get_task_states(
+            dag_id=ti.dag_id,
+            task_ids=[ti.task_id],
+            run_ids=[ti.run_id],
+            map_index=map_index if map_index >= 0 else None,
+        )
+        key = ti.task_id if map_index < 0 else f"{ti.task_id}_{map_index}"
+        by_task = states.get(ti.run_id)
+        if not isinstance(by_task, dict) or key not in by_task:
+            return False, "the task instance was not found"
+        return True, by_task[key]
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+class RunLifecycle(LoadTestHookMixin):
+    """Mixin for a ``BaseOperator`` that watches a run: see the module docstring.
+
+    The front door sets the attributes below (``_init_watch`` checks and sets the shared ones), finds its
+    run, calls ``_adopt`` and then ``_wait_for``. It may override ``_record_stop`` (where a stop decision
+    is remembered) and ``_store_holds`` (whether a retry could find the run).
+    """
+
+    #: Whether this task stops runs when a person ends it or its timeout passes. The operator does (it
+    #: started them); a sensor watching a run started elsewhere does not, unless asked.
+    stops_runs: bool = True
+
+    check_interval: float
+    fail_on_alarm_severity: str | None
+    stop_on_alarm: bool
+    deferrable: bool
+    restart_failed_runs: bool
+    junit_destination: str | ObjectStoragePath | None
+    report_pdf_destination: str | ObjectStoragePath | None
+    report_export_config: Any
+    metric_budgets: Any
+    baseline: Any
+    max_regression_pct: Any
+    log: Any
+    task_id: str
+    execution_timeout: timedelta | None
+
+    def _init_watch(
+        self,
+        *,
+        wait_for_completion: bool,
+        check_interval: float,
+        fail_on_alarm_severity: str | None,
+        stop_on_alarm: bool,
+        deferrable: bool,
+        junit_destination: str | ObjectStoragePath | None,
+        report_pdf_destination: str | ObjectStoragePath | None,
+        report_export_config: Any,
+        metric_budgets: Any,
+        baseline: Any,
+        max_regression_pct: Any,
+    ) -> None:
+        """Check and set what every front door shares; a ``ValueError`` names a bad setting at parse time."""
+        gate = check_gate_severity(fail_on_alarm_severity)
+        interval_s = positive_seconds("check_interval", check_interval)
+        if stop_on_alarm and gate is None:
+            raise ValueError(
+                "stop_on_alarm needs fail_on_alarm_severity: which severity should stop the run?"
+            )
+        if not wait_for_completion and (junit_destination or report_pdf_destination):
+            raise ValueError(
+                "junit_destination and report_pdf_destination need wait_for_completion=True: "
+                "the files exist once the run ended"
+            )
+        if metric_budgets is not None or max_regression_pct is not None or baseline is not None:
+            from airflow_provider_loadtest.decisions.gate import GateSpec  # only DAGs with a gate pay for it
+
+            GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
+        if not wait_for_completion and (metric_budgets or max_regression_pct):
+            raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
+        self.check_interval = interval_s if interval_s is not None else 10.0
+        self.fail_on_alarm_severity = gate
+        self.stop_on_alarm = stop_on_alarm
+        self.deferrable = deferrable
+        self.junit_destination = junit_destination
+        self.report_pdf_destination = report_pdf_destination
+        self.report_export_config = report_export_config
+        self.metric_budgets = metric_budgets
+        self.baseline = baseline
+        self.max_regression_pct = max_regression_pct
+        self._active_run: StartedRun | None = None
+        self._store_works = True  # until the task finds it has no task state store it can rely on
+        self._ti: Any = None
+        self._kill: _Kill | None = None
+        self._watching = False
+        self._stopped: set[str] = set()  # runs this process decided to stop (one stop per decision)
+        self._stop_sent: set[str] = set()  # ... and whose stop call the service accepted
+
+    # --- waiting ---------------------------------------------------------------------------------
+
+    def _adopt(self, context: Context, run: StartedRun) -> StartedRun:
+        """This task now watches ``run``: show its report link and remember it for ``on_kill``."""
+        from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
+
+        self._active_run = run
+        ti = _context_get(context, "ti")
+        if ti is not None:
+            ti.xcom_push(key=RUN_RECORD_KEY, value=run.to_xcom())
+        LoadTestReportLink.publish(context, run.report_url)
+        return run
+
+    def _wait_for(self, context: Context, run: StartedRun, known_state: str | None) -> dict[str, Any]:
+        """Wait for ``run`` (here or deferred; ``known_state`` terminal: judge it at once) and give the
+        task's result or raise its failure."""
+        options = self._watch_options(context, run)
+        if self.deferrable and (known_state is None or not is_terminal(known_state)):
+            from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
+
+            self.log.info(
+                "Deferring: the triggerer watches run %s, freeing this worker slot", run.bench_result_id
+            )
+            self.defer(  # type: ignore[attr-defined]
+                trigger=LoadTestRunTrigger(
+                    loadtest_conn_id=self.loadtest_conn_id,
+                    run_record=run.to_xcom(),
+                    options=options.to_json(),
+                    started_at=run.started_at,
+                ),
+                method_name="execute_complete",
+            )
+        return self._finish(context, run, self._watch_here(run, options))
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: the same verdict as the sync path. A wait the triggerer
+        could not do (``handback``) goes on here, on the worker."""
+        from airflow_provider_loadtest.decisions.runs import StartedRun
+        from airflow_provider_loadtest.decisions.watch import RunOutcome
+
+        run = StartedRun.from_xcom(event["run"])
+        self._ti = _context_get(context, "ti")
+        self._active_run = run
+        LoadTestReportLink.publish(context, run.report_url)  # this process computes the link at task end
+        self._store_holds(context, run)
+        status = event.get("status")
+        if status == "handback":
+            return self._watch_after_handback(context, run, str(event.get("message")))
+        if status != "done":
+            raise self._wait_ended_without_verdict(
+                run,
+                f"watching it in the triggerer failed: {event.get('message')}",
+                never_succeeds=bool(event.get("never_succeeds")),
+            )
+        outcome = RunOutcome.from_json(event["outcome"])
+        self._remember_watch_stop(outcome)
+        return self._finish(context, run, outcome)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """A trigger that failed in the triggerer itself (it could not be loaded or crashed: Airflow resumes
+        the task only to fail it) must not leave the run unwatched: the worker takes the wait over."""
+        from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR
+
+        kwargs = next_kwargs or {}
+        error = kwargs.get("error")
+        if next_method != TRIGGER_FAIL_REPR or str(error) == "Trigger timeout":
+            return super().resume_execution(next_method, next_kwargs, context)  # type: ignore[misc]
+        record = self._run_to_take_back(context)
+        if record is None:
+            return super().resume_execution(next_method, next_kwargs, context)  # type: ignore[misc]
+        from airflow_provider_loadtest.decisions.runs import StartedRun
+
+        run = self._adopt(context, StartedRun.from_xcom(record))
+        self._store_holds(context, run)
+        return self._watch_after_handback(context, run, f"the trigger failed in the triggerer: {error}")
+
+    def _run_to_take_back(self, context: Context) -> dict[str, Any] | None:
+        """The run a failed trigger was watching, from what this task recorded (XCom)."""
+        from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
+
+        ti = _context_get(context, "ti")
+        if ti is None:
+            return None
+        try:
+            record = ti.xcom_pull(task_ids=self.task_id, key=RUN_RECORD_KEY, map_indexes=ti.map_index)
+        except Exception:
+            return None
+        return record if isinstance(record, dict) and record.get("bench_result_id") else None
+
+    def _watch_after_handback(self, context: Context, run: StartedRun, why: str) -> dict[str, Any]:
+        self.log.warning(
+            "The triggerer could not watch run %s (%s): watching it on this worker instead",
+            run.bench_result_id,
+            why,
+        )
+        return self._finish(context, run, self._watch_here(run, self._watch_options(context, run)))
+
+    def _watch_options(self, context: Context, run: StartedRun) -> WatchOptions:
+        """The wait's bounds. Deferred tasks carry their own deadline: Airflow's deferral timeout
+        would skip ``execute_complete`` and leave the run going."""
+        from airflow_provider_loadtest.decisions.watch import WatchOptions
+
+        deadlines = []
+        run_timeout = self._run_timeout_s()
+        if run_timeout is not None:
+            deadlines.append(run.started_at + run_timeout)
+        if self.execution_timeout is not None:
+            ti = _context_get(context, "ti")
+            task_start = getattr(ti, "start_date", None)
+            begun = task_start.timestamp() if task_start is not None else time.time()
+            deadlines.append(begun + self.execution_timeout.total_seconds())
+        return WatchOptions(
+            check_interval_s=self.check_interval,
+            deadline=min(deadlines) if deadlines else None,
+            fail_on_alarm_severity=self.fail_on_alarm_severity,
+            stop_on_alarm=self.stop_on_alarm,
+            log_every_s=max(60.0, self.check_interval),
+            stop_on_timeout=self.stops_runs,
+        )
+
+    def _run_timeout_s(self) -> float | None:
+        """The longest wait for the run from its start (the operator's ``timeout``); ``None``: no bound."""
+        return None
+
+    def _watch_here(self, run: StartedRun, options: WatchOptions) -> RunOutcome:
+        """Wait on this worker.
+
+        The run is stopped only for a decision: the watch's own deadline or gate, ``execution_timeout``,
+        or a person ending the task (``on_kill``). A worker going away, an API outage or any other
+        failure of the wait leaves it going for a retry to re-attach to.
+        """
+        from airflow_provider_loadtest.api.errors import LoadTestApiError
+        from airflow_provider_loadtest.compat import (
+            AirflowFailException,
+            AirflowTaskTimeout,
+        )
+        from airflow_provider_loadtest.decisions.watch import watch_run
+
+        self._raise_if_killed(run)
+        self._watching = True
+        try:
+            outcome = self.hook.drive(
+                watch_run(run.bench_result_id, options, started_at=run.started_at), self.log
+            )
+        except LoadTestApiError as exc:
+            raise self._wait_ended_without_verdict(
+                run, f"the status API failed: {exc}", never_succeeds=exc.never_succeeds
+            ) from exc
+        except AirflowTaskTimeout as exc:
+            if not self.stops_runs:
+                raise AirflowFailException(
+                    f"The task's execution_timeout passed while run {run.bench_result_id} went; it was left "
+                    "going (this task did not start it)."
+                ) from exc
+            stop = decision(run.bench_result_id, "timeout", time.time(), "execution_timeout")
+            stopped = self._stop_for(run, stop, bound_s=None)
+            raise AirflowFailException(
+                f"Run {run.bench_result_id} was still going when the task's execution_timeout passed; "
+                + ("it was stopped." if stopped else "stopping it failed: stop it in the web UI.")
+            ) from exc
+        except WorkerLeaving as exc:
+            raise self._after_kill(run) from exc
+        except Exception as exc:
+            if self._kill is not None:  # on_kill decided while the wait unwound
+                raise self._after_kill(run) from exc
+            raise self._wait_ended_without_verdict(
+                run, f"the wait failed ({type(exc).__name__}: {exc})", never_succeeds=False
+            ) from exc
+        except BaseException:
+            # KeyboardInterrupt, SystemExit: the process is going away; no decision about the run.
+            self.log.warning("Stopped watching run %s; it is left going", run.bench_result_id)
+            raise
+        finally:
+            self._watching = False
+        self._remember_watch_stop(outcome)
+        if self._kill is not None and self._kill.cause is not None:
+            raise self._after_kill(run)
+        return outcome
+
+    def _wait_ended_without_verdict(self, run: StartedRun, why: str, *, never_succeeds: bool) -> Exception:
+        """The failure of a wait that ended with the run possibly still going: say how to stop it."""
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
+
+        hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
+        if self._store_works and not never_succeeds:
+            return AirflowException(
+                f"The wait for run {run.bench_result_id} ended without a verdict: {why}. {hint} "
+                "A retry of this task re-attaches to it."
+            )
+        return AirflowFailException(
+            f"The wait for run {run.bench_result_id} ended without a verdict: {why}. {hint} Not retried: "
+            + ("a retry would get the same answer." if never_succeeds else "a retry could not find this run.")
+        )
+
+    # --- ending the task: who may stop the run ---------------------------------------------------
+
+    def on_kill(self) -> None:
+        """Airflow is ending this task's process: stop the load test only if someone decided it should end.
+
+        Airflow calls this when a person marks the task failed or successful or clears it, and equally when
+        the worker shuts down or restarts (SIGTERM) or the task's heartbeat was lost to an outage. The
+        task instance's state as the API server sees it tells which (``decisions.stops.cause_on_worker``);
+        unreadable or ambiguous means "leave the run going": the next try re-attaches to it. While the
+        task waits, the wait ends now (retryable when the worker is going away), instead of watching on
+        until the worker is killed.
+        """
+        if self._kill is not None:  # a worker restart signals the task twice (its group, its supervisor)
+            return
+        from airflow_provider_loadtest.decisions.stops import cause_on_worker
+
+        readable, state = False, "no task instance"
+        ti = self._ti
+        if ti is not None:
+            answered, answer = _in_thread(lambda: task_instance_state(ti), KILL_QUERY_S)
+            readable, state = answer if answered else (False, answer)
+        cause = cause_on_worker(state, readable=readable)
+        detail = f"task instance state {state}" if readable else f"its state could not be read: {state}"
+        self._kill = _Kill(cause, time.time(), detail)
+        run = self._active_run
+        if cause is None:
+            if run is not None:
+                self.log.warning(
+                    "This task's process is being ended, but nobody decided to end run %s (%s): leaving it "
+                    "going; the next try of this task re-attaches to it",
+                    run.bench_result_id,
+                    detail,
+                )
+            if self._watching and run is not None:
+                raise WorkerLeaving(f"the task's process was ended by its infrastructure ({detail})")
+            return
+        if run is not None and self.stops_runs:
+            self._stop_for(
+                run, decision(run.bench_result_id, cause, self._kill.at, detail), bound_s=KILL_STOP_S
+            )
+        if self._watching and run is not None:
+            raise WorkerLeaving(f"stopping: {decision(run.bench_result_id, cause, 0).why}")
+
+    def _raise_if_killed(self, run: StartedRun) -> None:
+        """``on_kill`` came before the wait began (during the start): act on it now."""
+        if self._kill is None:
+            return
+        if self._kill.cause is not None and self.stops_runs and run.bench_result_id not in self._stopped:
+            self._stop_for(
+                run, decision(run.bench_result_id, self._kill.cause, self._kill.at, self._kill.detail)
+            )
+        if self._kill.cause is None:
+            raise self._left_going(
+                run, f"the task's process was ended by its infrastructure ({self._kill.detail})"
+            )
+        raise self._after_kill(run)
+
+    def _after_kill(self, run: StartedRun) -> Exception:
+        from airflow_provider_loadtest.compat import AirflowFailException
+
+        assert self._kill is not None  # noqa: S101 - callers check
+        if self._kill.cause is None:
+            return self._left_going(run, self._kill.detail)
+        why = decision(run.bench_result_id, self._kill.cause, self._kill.at).why
+        if not self.stops_runs:
+            after = "it was left going (this task did not start it)"
+        elif run.bench_result_id in self._stop_sent:
+            after = "it was stopped"
+        else:
+            after = "stopping it failed or was not done: check it in the web UI"
+        return AirflowFailException(f"The task was ended: {why}; run {run.bench_result_id}: {after}.")
+
+    def _left_going(self, run: StartedRun, why: str) -> Exception:
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
+
+        hint = stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id)
+        if self._store_works:
+            return AirflowException(
+                f"Stopped watching run {run.bench_result_id}: {why}. It was not stopped: a retry of this "
+                f"task re-attaches to it. {hint}"
+            )
+        return AirflowFailException(
+            f"Stopped watching run {run.bench_result_id}: {why}. It was not stopped. {hint} Not retried: "
+            "without a working task state store a retry would start a second load test."
+        )
+
+    def _stop_for(self, run: StartedRun, stop: StopDecision, *, bound_s: float | None = KILL_STOP_S) -> bool:
+        """Stop ``run`` for ``stop``: the decision is recorded first (a retry must know the ABORTED is
+        ours), then one stop call; never twice for the same run in one process. ``bound_s`` bounds the
+        whole (``on_kill`` has seconds before Airflow's SIGKILL)."""
+        if run.bench_result_id in self._stopped:
+            return True
+        self._stopped.add(run.bench_result_id)
+
+        def record_then_stop() -> bool:
+            if not self._record_stop(stop):
+                self.log.warning(
+                    "Not stopping run %s (%s): the decision could not be recorded, and a retry would take "
+                    "the stopped run for an abort from outside",
+                    run.bench_result_id,
+                    stop.why,
+                )
+                return False
+            self.log.warning("Stopping run %s: %s", run.bench_result_id, stop.why)
+            self.hook.stop_run(run.bench_result_id)
+            return True
+
+        ok: bool
+        value: Any
+        if bound_s is None:
+            try:
+                ok, value = True, record_then_stop()
+            except Exception as exc:
+                ok, value = False, f"{type(exc).__name__}: {exc}"
+        else:
+            ok, value = _in_thread(record_then_stop, bound_s)
+        if not ok:
+            self.log.error(
+                "Could not stop run %s: %s. %s",
+                run.bench_result_id,
+                value,
+                stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id),
+            )
+            return False
+        if value:
+            self._stop_sent.add(run.bench_result_id)
+            self.log.warning("Stopped run %s", run.bench_result_id)
+        return bool(value)
+
+    def _record_stop(self, stop: StopDecision) -> bool:
+        """Remember ``stop`` where a retry finds it; ``False`` when it could not be. The operator writes it
+        into its run record; a front door without a record has nothing to keep consistent."""
+        return True
+
+    def _remember_watch_stop(self, outcome: RunOutcome) -> None:
+        """The watch stopped the run itself (its deadline, the gate while running): record the decision so
+        a retry names the cause instead of "aborted from outside"."""
+        if not outcome.stopped or outcome.reason not in ("timeout", "alarm"):
+            return
+        cause: StopCause = "timeout" if outcome.reason == "timeout" else "gate"
+        self._stopped.add(outcome.bench_result_id)
+        if not self._record_stop(decision(outcome.bench_result_id, cause, time.time())):
+            self.log.warning("Could not record why run %s was stopped", outcome.bench_result_id)
+
+    def _store_holds(self, context: Context, run: StartedRun) -> None:
+        """After a deferral (a new process): can a retry find ``run``? The operator checks its store."""
+        self._store_works = True
+
+    # --- the verdict ---------------------------------------------------------------------------
+
+    def _recorded_stop(self) -> StopDecision | None:
+        """The stop decision a retry found for its run (the operator's record), if any."""
+        return None
+
+    def _finish(self, context: Context, run: StartedRun, outcome: RunOutcome) -> dict[str, Any]:
+        """Save the files, then succeed or fail. The run record stays: a retry takes this verdict."""
+        if is_terminal(outcome.state):
+            self._active_run = None  # nothing left to stop, whatever ends this process from here
+        stop = self._recorded_stop()
+        if stop is not None and outcome.state == "ABORTED" and stop.bench_result_id == run.bench_result_id:
+            outcome = replace(
+                outcome,
+                reason="stopped_here",
+                message=f"Run {run.bench_result_id} ended ABORTED: {explain(stop)}",
+            )
+        result = {**run.to_xcom(), **outcome.summary()}
+        result.pop("summary_metrics", None)
+        verdict = self._check_gate(context, run, outcome)
+        if verdict is not None:
+            result["gate"] = [row.to_xcom() for row in verdict.rows]
+        result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
+        passed = outcome.succeeded and (verdict is None or verdict.passed)
+        self._describe_outlet_events(context, result, passed, verdict)
+        self._active_run = None
+        ti = _context_get(context, "ti")
+        if passed:
+            if verdict is not None and ti is not None:
+                from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, Baseline
+
+                ti.xcom_push(
+                    key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
+                )
+            self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
+            return result
+        from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
+
+        if ti is not None:
+            ti.xcom_push(key="return_value", value=result)
+        report = f" Report: {run.report_url}" if run.report_url else ""
+        if outcome.succeeded and verdict is not None:
+            # The run FINISHED and its values are what they are: a retry would reach the same verdict.
+            raise AirflowFailException(f"{verdict.message()}.{report}")
+        final = verdict_is_final(
+            reason=outcome.reason,
+            state=outcome.state,
+            restart_failed_runs=getattr(self, "restart_failed_runs", False),
+            store_works=self._store_works,
+        )
+        raise (AirflowFailException if final else AirflowException)(f"{outcome.message}.{report}")
+
+    # --- the quality gate ----------------------------------------------------------------------
+
+    def _gate_spec(self) -> GateSpec:
+        """The rendered gate settings, checked before the run starts (templates render late)."""
+        from airflow_provider_loadtest.decisions.gate import GateSpec
+
+        try:
+            return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
+        except ValueError as exc:
+            from airflow_provider_loadtest.compat import AirflowFailException
+
+            raise AirflowFailException(str(exc)) from exc
+
+    def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
+        """Fetch the values and judge them, once the run ended. After a failed run this is best
+        effort (the task fails for the run's own reason); after a FINISHED one a failed fetch fails
+        the task, and a retry re-attaches to the run (kept in its record) and judges again."""
+        spec = self._gate_spec()
+        if not spec.active or not is_terminal(outcome.state):
+            return None
+        from airflow_provider_loadtest.decisions.gate import evaluate
+
+        baseline, note = self._gate_baseline(context, spec.baseline, run)
+        steps = evaluate(
+            spec,
+            run.bench_result_id,
+            known_metrics=run.summary_metrics or {},
+            baseline=baseline,
+            baseline_note=note,
+        )
+        try:
+            return self.hook.drive(steps, self.log)
+        except Exception as exc:
+            if outcome.succeeded:
+                raise
+            self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
+            return None
+
+    def _gate_baseline(
+        self, context: Context, wanted: str | None, run: StartedRun
+    ) -> tuple[Baseline | None, str | None]:
+        """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
+        in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
+        from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline
+
+        if wanted is None:
+            return None, None
+        if wanted != PREVIOUS:
+            return Baseline(wanted, {}), None
+        ti = _context_get(context, "ti")
+        if ti is None:
+            return None, "no task instance to read earlier runs from"
+        found = Baseline.from_xcom(
+            ti.xcom_pull(
+                task_ids=self.task_id,
+                key=BASELINE_XCOM_KEY,
+                include_prior_dates=True,
+                map_indexes=getattr(ti, "map_index", -1),
+            )
+        )
+        if found is None or found.bench_result_id == run.bench_result_id:
+            return None, "no baseline yet (no earlier run of this task passed)"
+        return found, None
+
+    def _describe_outlet_events(
+        self, context: Context, result: dict[str, Any], passed: bool, verdict: Verdict | None
+    ) -> None:
+        """Put the run and its verdict in the ``extra`` of each outlet asset's event (Airflow emits
+        the events only if the task succeeds)."""
+        outlets = list(getattr(self, "outlets", None) or ())
+        events = _context_get(context, "outlet_events") if outlets else None
+        if events is None:
+            return
+        from airflow_provider_loadtest.decisions.gate import asset_extra
+
+        extra = asset_extra(result, passed=passed, verdict=verdict)
+        for asset in outlets:
+            events[asset].extra.update(extra)
+
+    # --- the files -------------------------------------------------------------------------------
+
+    def _check_file_settings(self) -> None:
+        """Refuse a bad destination or export setting now, not after a two-hour load test."""
+        if not (self.junit_destination or self.report_pdf_destination):
+            return
+        from airflow_provider_loadtest.decisions.report_pdf import export_config
+        from airflow_provider_loadtest.hooks.artifacts import storage_path
+
+        for destination in (self.junit_destination, self.report_pdf_destination):
+            if destination:
+                storage_path(destination)
+        export_config(self.report_export_config)
+
+    def _save_files(self, context: Context, run: StartedRun, *, must_succeed: bool) -> dict[str, Any]:
+        """Save the JUnit XML and the PDF the task asked for, before the run record is forgotten.
+
+        After a successful run a file that cannot be saved fails the task, and its retry re-attaches
+        to the FINISHED run to try again. Where it could not re-attach (no task state store before
+        Airflow 3.3), the task fails without retries rather than start a second load test. After a
+        failed run saving is best effort: the task then fails for the run's own reason.
+        """
+        wanted: list[tuple[str, Any, Callable[[], bytes]]] = [
+            (
+                "junit",
+                self.junit_destination,
+                lambda: self.hook.get_junit_report(run.bench_result_id).encode(),
+            ),
+            (
+                "report_pdf",
+                self.report_pdf_destination,
+                lambda: self.hook.export_report_pdf(
+                    run.report_id, run.bench_result_id, config=self.report_export_config
+                ),
+            ),
+        ]
+        from airflow_provider_loadtest.hooks.artifacts import write_atomically
+
+        saved: dict[str, Any] = {}
+        for key, destination, fetch in wanted:
+            if not destination:
+                continue
+            try:
+                written = write_atomically(destination, fetch())
+            except Exception as exc:
+                if must_succeed:
+                    self._fail_saving(run, key, exc)
+                self.log.error("Could not save the %s of run %s: %s", key, run.bench_result_id, exc)
+                continue
+            except BaseException as exc:  # a timeout or kill while the run's failure is pending
+                if must_succeed:
+                    raise
+                self.log.error("Stopped saving the files of run %s: %s", run.bench_result_id, exc)
+                break
+            self.log.info(
+                "Saved the %s of run %s to %s (%d bytes)",
+                key,
+                run.bench_result_id,
+                written.path,
+                written.size,
+            )
+            saved[key] = written.to_xcom()
+        return saved
+
+    def _fail_saving(self, run: StartedRun, key: str, exc: Exception) -> NoReturn:
+        if self._store_works:
+            raise exc  # the retry re-attaches to the FINISHED run and saves again
+        from airflow_provider_loadtest.compat import AirflowFailException
+
+        raise AirflowFailException(
+            f"Run {run.bench_result_id} FINISHED but its {key} could not be saved: {exc}. Not retried: "
+            "without a working task state store a retry could not re-attach to this run and would "
+            "start a second load test."
+        ) from exc
+
+
+@contextmanager
+def refusing_what_cannot_succeed() -> Iterator[None]:
+    """Fail without retries on what a retry would meet again: a refused key, an unknown scenario or
+    template, an id or setting that fails validation once rendered."""
+    from airflow_provider_loadtest.api.errors import (
+        AmbiguousTemplateError,
+        LoadTestApiError,
+        TemplateNotFoundError,
+    )
+    from airflow_provider_loadtest.compat import AirflowFailException
+
+    try:
+        yield
+    except LoadTestApiError as exc:
+        if exc.never_succeeds:
+            raise AirflowFailException(f"{exc} (not retried: a retry would get the same answer)") from exc
+        raise
+    except (ValueError, TemplateNotFoundError, AmbiguousTemplateError) as exc:
+        raise AirflowFailException(f"{exc} (not retried: a retry would meet the same problem)") from exc
+
+
+def _context_get(context: Any, key: str) -> Any:
+    return context.get(key) if hasattr(context, "get") else None

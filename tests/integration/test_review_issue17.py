@@ -1,0 +1,139 @@
+"""Adversarial review of issue 17 in a real Airflow 3.3.2 (LocalExecutor, SQLite), bounded, on 127.0.0.1.
+
+Reuses ``test_crash``'s ``Cluster``. Two cases, both about the task instance's id, which Airflow changes
+under a running task (``TaskInstance.prepare_db_for_next_try``: ``self.id = uuid7()``) on a clear and when
+a scheduler resets an orphaned task; the task state store is addressed by that id
+(``/execution/state-store/{task_instance_id}/{key}``), so the try being ended can no longer write to it.
+
+* a person clears the running task: the try's ``on_kill`` decides "clear", but recording the decision
+  fails (404: the task instance id it knows no longer exists), so it does not stop the run, and says it
+  did. The new run and the old run's stop come only from the fallback (``max_tries`` raised by the
+  scheduler, which LocalExecutor's always-SUCCESS executor event allows; Celery reports a failed
+  process as FAILURE, and then nothing raises it: issue 17, point 4).
+* a scheduler is killed (SIGKILL, its LocalExecutor task keeps running) and a new one starts: it resets
+  the orphaned running task instance to state None (new id). HELD when written: the new scheduler had
+  already started the next try (state ``running``) when the old try's heartbeat got its 404, so its
+  ``on_kill`` left the run going. Had it read None (the heartbeat landing in the one scheduler loop
+  between the reset and the next try being scheduled) it would have taken it for a person's clear
+  (``tests/unit/test_review_issue17.py::test_a_scheduler_resetting_an_orphaned_running_task_...``);
+  today the store write's 404 would then keep it from stopping, but not from saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_loadtest.simulator import run_simulator
+from tests.integration.test_crash import (
+    STARTUP_TIMEOUT_S,
+    Cluster,
+    _finish,
+    _runs,
+    _seed,
+    _stopped,
+    _task_process_polling,
+    _wait_for,
+)
+
+pytestmark = pytest.mark.integration
+
+DAG_FILE = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+
+for dag_id, scenario in [("review_clear", "review-clear"), ("review_orphan", "review-orphan")]:
+    with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False) as dag:
+        RunScenarioOperator(
+            task_id="load_test",
+            scenario_id=scenario,
+            workspace_id="demo-workspace",
+            check_interval=1,
+            timeout=180,
+            retries=1,
+            retry_delay=timedelta(seconds=1),
+        )
+    globals()[dag_id] = dag
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    seed = _seed()
+    seed["scenarios"] += [
+        {"id": "review-clear", "projectId": "demo-project", "name": "Review clear", "durationSeconds": 40},
+        {"id": "review-orphan", "projectId": "demo-project", "name": "Review orphan", "durationSeconds": 60},
+    ]
+    with run_simulator(seed) as sim:
+        airflow = Cluster(tmp_path_factory.mktemp("review-home"), sim)
+        (airflow.home / "dags" / "crash_dags.py").unlink()
+        (airflow.home / "dags" / "review_dags.py").write_text(DAG_FILE)
+        # A dead scheduler is noticed after 10 s, and orphans are looked for every 5 s (defaults 30/300).
+        airflow.env["AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD"] = "10"
+        airflow.env["AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL"] = "5"
+        orphans: list[int] = []
+        airflow.orphans = orphans  # type: ignore[attr-defined]
+        try:
+            airflow.start("api-server")
+            airflow.start("scheduler")
+            airflow.start("dag-processor")
+            _wait_for(
+                "the DAGs to be parsed",
+                lambda: len(airflow.query("select dag_id from dag where dag_id like 'review_%'")) == 2,
+                STARTUP_TIMEOUT_S,
+                every=2,
+            )
+            yield airflow
+        finally:
+            airflow.stop_all()
+            for pgid in orphans:  # the killed scheduler's process group (its task processes), ours
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+
+
+def _try_log(cluster: Cluster, dag_id: str, attempt: int) -> str:
+    return "".join(
+        log.read_text(errors="replace")
+        for log in Path(cluster.home / "logs").glob(f"dag_id={dag_id}/**/attempt={attempt}.log")
+    )
+
+
+def test_the_try_a_person_cleared_records_the_clear_and_stops_its_run(cluster: Cluster) -> None:
+    cluster.run(["dags", "trigger", "review_clear"])
+    _task_process_polling(cluster, "review-clear")
+    time.sleep(2)
+    cluster.run(["tasks", "clear", "review_clear", "--task-regex", "load_test", "--yes"])
+    state = _finish(cluster, "review_clear")
+    runs, stopped = _runs(cluster.sim, "review-clear"), _stopped(cluster.sim, "review-clear")
+    first = _try_log(cluster, "review_clear", 1)
+    print(f"review_clear: {state}, task {cluster.task('review_clear')}, runs {runs}, stopped {stopped}")
+    print("\n".join(line for line in first.splitlines() if "run" in line.lower())[-3000:])
+    assert "Not stopping run" not in first, "the cleared try could not record its decision (see the log)"
+    assert "was stopped" not in first or "Stopped run" in first, "the cleared try says it stopped the run"
+    assert (len(runs), stopped) == (2, runs[:1])
+
+
+def test_a_scheduler_restart_neither_stops_the_run_nor_blames_a_person(cluster: Cluster) -> None:
+    cluster.run(["dags", "trigger", "review_orphan"])
+    _task_process_polling(cluster, "review-orphan")
+    old = cluster.procs.pop("scheduler")
+    cluster.orphans.append(old.pid)  # type: ignore[attr-defined]
+    os.kill(old.pid, signal.SIGKILL)  # the scheduler only: its LocalExecutor task keeps running
+    old.wait(10)
+    cluster.start("scheduler")
+    state = _finish(cluster, "review_orphan")
+    runs, stopped = _runs(cluster.sim, "review-orphan"), _stopped(cluster.sim, "review-orphan")
+    first = _try_log(cluster, "review_orphan", 1)
+    print(f"review_orphan: {state}, task {cluster.task('review_orphan')}, runs {runs}, stopped {stopped}")
+    print("\n".join(line for line in first.splitlines() if "run" in line.lower())[-3000:])
+    assert (len(runs), stopped) == (1, []), f"runs {runs}, stopped {stopped}"
+    assert "a person cleared the task" not in first, "a scheduler restart was taken for a person's clear"
