@@ -16,6 +16,7 @@ import random
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -457,3 +458,28 @@ def test_a_retried_download_restarts_the_file_and_counts_once() -> None:
     assert_figures(reader.summary(), rows)
     with pytest.raises(JtlError, match="fed after it was closed"):
         sink.write(b"x")
+
+
+def test_the_hook_streams_a_download_into_the_reader_and_a_retried_call_counts_once(
+    loadtest_conn: str, requests_mock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``LoadTestHook.call(..., sink=file)``: the download's chunks go straight into the parser (never
+    whole in memory); the first answer (a 503) is retried, and the file counts once."""
+    from airflow_provider_loadtest.api import endpoints
+    from airflow_provider_loadtest.hooks import loadtest as hook_module
+    from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
+
+    monkeypatch.setattr(hook_module, "_sleep", lambda seconds: None)
+    rows = samples(2000)
+    packed = gzip.compress(jtl_text(rows).encode())
+    url = "https://loadtest.example.test/analysis/logs/br-1?filename=lg-1.jtl.gz"
+    requests_mock.get(url, [{"status_code": 503}, {"content": packed}])
+    reader = JtlReader()
+    part = reader.file("lg-1.jtl.gz")
+    LoadTestHook(loadtest_conn_id=loadtest_conn).call(
+        endpoints.download_run_file("br-1", "lg-1.jtl.gz"),
+        sink=part,  # type: ignore[arg-type]
+    )
+    part.close()
+    assert part.tell() == len(packed)
+    assert_figures(reader.summary(), rows)
