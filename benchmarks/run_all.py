@@ -51,6 +51,8 @@ BENCHMARKS = [
         ["--waits", "10", "--interval", "0.5", "--simulators", "1"],
         json=True,
     ),
+    # Two JTL sizes (1 and 5 million samples, ~3 min in all); --smoke: two tiny ones, one round.
+    Benchmark("jtl_read.py", [], ["--samples", "20000", "50000", "--rounds", "1"], json=True),
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
@@ -257,6 +259,37 @@ def models_rows(stdout: str) -> list[list[str]]:
     return [row("Models: parsing full templates from bytes, over `json.loads`", "<= 4x", templates)]
 
 
+def jtl_rows(results: Any) -> list[list[str]]:
+    def of(variant: str) -> list[dict[str, Any]]:
+        return sorted((r for r in results if r["variant"] == variant), key=lambda r: int(r["samples"]))
+
+    def memory() -> list[str]:
+        ours = of("ours (gate)") + of("ours (every figure)")
+        peers = of("pandas (gate)")
+        return [
+            ", ".join(f"{r['rss_mib']:.0f} MiB ({r['variant'][6:-1]}, {r['samples']:,})" for r in ours),
+            ", ".join(f"{r['rss_mib']:.0f} MiB at {r['samples']:,}" for r in peers) or "pandas not installed",
+            _verdict(max(r["rss_mib"] for r in ours) <= 100),
+        ]
+
+    def speed() -> list[str]:
+        ours = of("ours (gate)")
+        largest = ours[-1]
+        if "vs_pandas" not in largest:
+            return [f"{largest['cpu_s']:.1f} s at {largest['samples']:,}", "pandas not installed", ""]
+        return [
+            f"{largest['vs_pandas']:.2f}x `read_csv(path)` ({largest['cpu_s']:.1f} s CPU at "
+            f"{largest['samples']:,}); every figure {of('ours (every figure)')[-1]['vs_pandas']:.2f}x",
+            f"`usecols`: ours {largest['vs_pandas_usecols']:.2f}x",
+            _verdict(largest["vs_pandas"] <= 2.0),
+        ]
+
+    return [
+        row("JTL reader: peak RSS, two sizes (interpreter included)", "<= 100 MiB", memory),
+        row("JTL reader: CPU time over pandas `read_csv` + `groupby` quantiles", "<= 2x", speed),
+    ]
+
+
 def demo_rows(result: Any) -> list[list[str]]:
     def split() -> list[str]:
         total = result["steps"][-1]
@@ -368,6 +401,7 @@ BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("triggerer_scale.py", triggerer_rows),
     ("client_cpu.py", client_cpu_rows),
     ("models_parse.py", models_rows),
+    ("jtl_read.py", jtl_rows),
     ("demo_split.py", demo_rows),
     ("gate_quality.py", gate_quality_rows),
 ]

@@ -382,6 +382,8 @@ class GateRow:
     band_high: float | None = None
     history_n: int | None = None
     note: str | None = None
+    #: The JTL label a per-transaction row is about (None: the run as a whole).
+    transaction: str | None = None
 
     def to_xcom(self) -> dict[str, Any]:
         return asdict(self)

@@ -71,6 +71,9 @@ class ScenarioSpec(SeedModel):
     slowdown_per_run: float = Field(default=0.0, ge=0, le=10)
     """Each run of this scenario is this much slower than the one before (0.2: response times +20 %),
     counted since the last reset: a regression to show a baseline comparison failing."""
+    slow_transaction: str | None = None
+    """The transaction (JTL label, ``simulator.jtl.TRANSACTIONS``) that carries most of the slowdown:
+    its budget fails while the run's own figures still look fine."""
 
 
 class WorkspaceSpec(SeedModel):

@@ -43,6 +43,8 @@ PHASES: tuple[tuple[str, float], ...] = (
     ("RUNNING", 0.25),
 )
 RUNNING_FROM = 0.25
+#: How many runs' rendered JTL files are kept (rendering a run's samples takes a fraction of a second).
+_JTL_CACHE_RUNS = 4
 ERROR_AT = 0.20
 ABORT_AT = RUNNING_FROM + (1 - RUNNING_FROM) / 2
 TERMINAL_STATES = frozenset({"FINISHED", "ABORTED", "ERROR"})
@@ -230,6 +232,8 @@ class SimulatorState:
         self.tasks: dict[str, PrintTask] = {}
         self._counter = 0
         self._task_counter = 0
+        #: Rendered JTL files of the latest runs downloaded, per (run id, figures): generator -> gzip.
+        self._jtl_files: dict[tuple[str, str, int, RunFigures], dict[str, bytes]] = {}
 
     # --- administration ---------------------------------------------------------------------------
 
@@ -241,6 +245,7 @@ class SimulatorState:
             self.tasks.clear()
             self._counter = 0
             self._task_counter = 0
+            self._jtl_files.clear()
             self.settings = self.seed.settings.model_copy()
             self.recorder.clear()
             self.faults.clear()
@@ -460,26 +465,32 @@ class SimulatorState:
         if filename == "jmeter.log" or filename in {f"{g}-agent.log" for g in _generators(run)}:
             return self._log_text(run, filename).encode()
         if filename in {f"{g}.jtl.gz" for g in _generators(run)}:
-            return gzip.compress(self._jtl(run, filename.removesuffix(".jtl.gz")).encode(), mtime=0)
+            return self._jtl(run, filename.removesuffix(".jtl.gz"))
         raise SimulatorError(404, f"Unknown file of bench result {run_id}: {filename}")
 
-    def _jtl(self, run: Run, generator: str) -> str:
-        """A few JMeter CSV result lines of one load generator (deterministic; errors at the run's rate)."""
+    def _jtl(self, run: Run, generator: str) -> bytes:
+        """One load generator's gzipped JTL: the run's samples so far (``simulator.jtl``), rendered
+        once per run and figures for every generator, and kept for the next downloads."""
+        from airflow_provider_loadtest.simulator import jtl
+
         figures = run.figures(self.clock.now())
-        rows = [
-            "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,bytes,sentBytes,Latency,Connect"
-        ]
-        shown = min(figures.hits, 20)
-        failing = round(shown * run.scenario.metrics.error_rate)
-        for i in range(shown):
-            ok = i >= failing
-            elapsed = round(figures.avg_response_time_ms * (0.6 + 0.8 * ((i * 7) % 10) / 9))
-            rows.append(
-                f"{1767225600000 + 250 * i},{elapsed},GET /api/item,{200 if ok else 500},"
-                f"{'OK' if ok else 'Internal Server Error'},{generator} 1-{i % 4 + 1},{str(ok).lower()},"
-                f"{int(figures.response_bytes)},640,{round(elapsed * 0.74)},{round(elapsed * 0.07)}"
+        key = (run.id, run.scenario.id, run.ordinal, figures)
+        with self._lock:
+            files = self._jtl_files.get(key)
+        if files is None:
+            texts = jtl.render(
+                figures,
+                run_number=run.number,
+                generators=_generators(run),
+                slowdown=run.slowdown,
+                slow_transaction=run.scenario.slow_transaction,
             )
-        return "\n".join(rows) + "\n"
+            files = {name: gzip.compress(text.encode(), mtime=0) for name, text in texts.items()}
+            with self._lock:
+                self._jtl_files[key] = files
+                while len(self._jtl_files) > _JTL_CACHE_RUNS:
+                    del self._jtl_files[next(iter(self._jtl_files))]
+        return files[generator]
 
     def _log_text(self, run: Run, filename: str) -> str:
         now = self.clock.now()

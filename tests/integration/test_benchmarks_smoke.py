@@ -26,6 +26,7 @@ SCRIPTS = (
     "triggerer_scale.py",
     "demo_split.py",
     "gate_quality.py",
+    "jtl_read.py",
 )
 BUDGET_ROWS = (
     "DAG parse: import of each operator/sensor module",
@@ -39,6 +40,8 @@ BUDGET_ROWS = (
     "Gate: false alarms per 100 clean nights",
     "Gate: a 4 sd step failed on its first night",
     "Gate: a 2.5 sd step failed within three nights",
+    "JTL reader: peak RSS",
+    "JTL reader: CPU time over pandas",
 )
 
 

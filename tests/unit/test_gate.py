@@ -314,10 +314,10 @@ def test_failing_regression_pushes_rows_and_names_every_failing_metric(
     assert pushed["return_value"]["gate"] == [
         {"metric": P95, "value": 780.0, "passed": False, "budget": "<= 800", "baseline": 600.0,
          "change_pct": 30.0, "max_regression_pct": 10.0, "reason": "more than 10 % worse than the baseline",
-         "status": "regression", **NO_HISTORY},
+         "status": "regression", **NO_HISTORY, "transaction": None},
         {"metric": "ERRORS_PERCENT", "value": 2.5, "passed": False, "budget": "< 1", "baseline": 0.1,
          "change_pct": 2400.0, "max_regression_pct": None, "reason": "budget < 1", "status": "budget",
-         **NO_HISTORY},
+         **NO_HISTORY, "transaction": None},
     ]  # fmt: skip
     assert BASELINE_XCOM_KEY not in pushed  # a failing run is never a baseline
     context["ti"].xcom_pull.assert_called_once_with(

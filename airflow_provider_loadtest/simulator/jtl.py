@@ -1,0 +1,184 @@
+"""The JMeter results (JTL) files of a simulated run: one per load generator, CSV as JMeter writes it.
+
+The samples add up to the run's figures (``RunFigures``: hits, errors, average response time, bytes
+received and sent, simulated seconds): several transactions of an online shop, each with its own share
+of the hits, speed and response size, drawn deterministically (stratified quantiles of a log-normal
+distribution, so that every run of a scenario gives the same file). A scenario with a
+``slowTransaction`` puts most of its slowdown on that one transaction, so a transaction's budget can
+fail while the run's own figures still pass. At most ``MAX_SAMPLES`` samples are written, so that a
+long profile stays cheap to serve.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import random
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from airflow_provider_loadtest.simulator.figures import SENT_BYTES_PER_HIT, RunFigures
+
+#: A run's JTL files hold at most this many samples in all (the seed's profiles stay under it).
+MAX_SAMPLES = 100_000
+#: The epoch milliseconds of the first simulated run's first sample; each run starts a day later.
+START_MS = 1_767_225_600_000
+#: The columns JMeter 5 writes by default, in its order.
+COLUMNS = (
+    "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType",
+    "success", "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency",
+    "IdleTime", "Connect",
+)  # fmt: skip
+#: Log-normal spread of each transaction's times: with the mix of transactions, the run's p95 comes to 1.95
+#: times its mean and its median to 0.88, as the run's figures say (``figures._TIME_SHAPE``).
+SIGMA = 0.3
+#: The share of a run's slowdown carried by its ``slowTransaction``.
+SLOW_SHARE = 0.7
+_ERRORS = (
+    ("500", "Internal Server Error", "Test failed: code expected to equal /200/"),
+    ("Non HTTP response code: java.net.SocketTimeoutException", "Non HTTP response message: Read timed out",
+     'Response was null, "timeout" after 30,000 ms'),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Transaction:
+    label: str
+    share: float  # of the hits
+    speed: float  # mean response time, relative
+    size: float  # mean response size, relative
+    sent: int  # bytes sent per request, relative to the run's average
+    method: str = "GET"
+
+
+TRANSACTIONS: tuple[Transaction, ...] = (
+    Transaction("Home", 0.22, 0.6, 1.6, -60),
+    Transaction("Search products", 0.18, 1.1, 0.9, 0),
+    Transaction("Product page", 0.20, 0.9, 1.2, -40),
+    Transaction("api/items", 0.14, 0.5, 0.4, -120),
+    Transaction("api/cart", 0.10, 0.7, 0.3, 20),
+    Transaction("Add to cart", 0.08, 1.2, 0.5, 240, "POST"),
+    Transaction("Login", 0.05, 1.3, 0.6, 260, "POST"),
+    Transaction("Checkout", 0.03, 2.4, 0.8, 380, "POST"),
+)
+
+
+def _split(total: int, weights: list[float]) -> list[int]:
+    """``total`` split in proportion to ``weights``, in whole numbers that add up (largest remainder)."""
+    exact = [total * w / sum(weights) for w in weights]
+    parts = [math.floor(x) for x in exact]
+    for i in sorted(range(len(weights)), key=lambda i: parts[i] - exact[i])[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def _times(count: int, mean: float) -> list[float]:
+    """``count`` response times, log-normal with this ``mean``: its stratified quantiles (the same on
+    every call, no random draw)."""
+    normal = NormalDist()
+    mu = math.log(max(mean, 1.0)) - SIGMA**2 / 2
+    return [math.exp(mu + SIGMA * normal.inv_cdf((k + 0.5) / count)) for k in range(count)]
+
+
+def _scaled(values: list[float], total: int, least: int = 0) -> list[int]:
+    """``values`` scaled to whole numbers (at least ``least``) that add up to ``total`` exactly."""
+    if not values:
+        return []
+    factor = total / (sum(values) or 1.0)
+    found = [max(least, round(v * factor)) for v in values]
+    missing = total - sum(found)  # the rounding's: less than one per value
+    step = 1 if missing > 0 else -1
+    for j in range(len(found)):
+        if missing == 0:
+            break
+        if found[j] + step >= least:
+            found[j] += step
+            missing -= step
+    return found
+
+
+def means(figures: RunFigures, slowdown: float, slow_transaction: str | None) -> dict[str, float]:
+    """Each transaction's mean response time: hit-weighted, they average the run's; a slow transaction
+    carries ``SLOW_SHARE`` of what the run's slowdown added."""
+    weight = sum(t.share * t.speed for t in TRANSACTIONS)
+    base = figures.avg_response_time_ms / max(slowdown, 1.0)
+    found = {t.label: base * t.speed / weight for t in TRANSACTIONS}
+    slow = next((t for t in TRANSACTIONS if t.label == slow_transaction), None)
+    extra = figures.avg_response_time_ms - base
+    if slow is None or extra <= 0:
+        return {label: mean * figures.avg_response_time_ms / base for label, mean in found.items()}
+    others = 1 - slow.share
+    for t in TRANSACTIONS:
+        if t is slow:
+            found[t.label] += SLOW_SHARE * extra / slow.share
+        else:
+            found[t.label] += (1 - SLOW_SHARE) * extra / others
+    return found
+
+
+def render(
+    figures: RunFigures,
+    *,
+    run_number: int,
+    generators: list[str],
+    slowdown: float = 1.0,
+    slow_transaction: str | None = None,
+) -> dict[str, str]:
+    """The JTL text of each load generator (``generators``: their names), the samples dealt in turn.
+
+    Hits and errors add up to the run's; so do, to the unit, the response times (the run's average),
+    the bytes received (its response size) and the bytes sent.
+    """
+    hits = min(figures.hits, MAX_SAMPLES)
+    errors = round(figures.errors * hits / figures.hits) if figures.hits else 0
+    counts = _split(hits, [t.share for t in TRANSACTIONS])
+    failing = _split(errors, [float(c) for c in counts]) if hits else [0] * len(counts)
+    mean_of = means(figures, slowdown, slow_transaction)
+    kinds: list[tuple[Transaction, bool]] = []
+    raw_times: list[float] = []
+    for transaction, count, fails in zip(TRANSACTIONS, counts, failing, strict=True):
+        kinds += [(transaction, k >= fails) for k in range(count)]
+        raw_times += _times(count, mean_of[transaction.label]) if count else []
+    times = _scaled(raw_times, round(hits * figures.avg_response_time_ms), least=1)
+    received = _scaled(
+        [t.size * (0.85 + 0.3 * ((k * 37) % 100) / 99) for k, (t, _) in enumerate(kinds)],
+        math.floor(hits * figures.response_bytes),
+    )
+    sent = _scaled([float(SENT_BYTES_PER_HIT + t.sent) for t, _ in kinds], hits * SENT_BYTES_PER_HIT)
+    order = list(range(hits))
+    random.Random(f"{run_number}:{hits}").shuffle(order)  # noqa: S311 - deterministic per run, no secret
+    span_ms = max(figures.seconds * 1000, 1.0)
+    start = START_MS + 86_400_000 * (run_number - 1)
+    users = max(figures.users, 1)
+    out = {name: io.StringIO() for name in generators}
+    writers = {name: csv.writer(out[name], lineterminator="\n") for name in generators}
+    for writer in writers.values():
+        writer.writerow(COLUMNS)
+    for index, k in enumerate(order):
+        transaction, ok = kinds[k]
+        generator = generators[index % len(generators)]
+        code, message, failure = ("200", "OK", "") if ok else _ERRORS[k % len(_ERRORS)]
+        elapsed = times[k]
+        writers[generator].writerow(
+            (
+                start + math.floor(index * span_ms / hits),
+                elapsed,
+                transaction.label,
+                code,
+                message,
+                f"{generator} Shop users 1-{index % users + 1}",
+                "text",
+                "true" if ok else "false",
+                failure,
+                received[k],
+                sent[k],
+                users,
+                users * len(generators),
+                f"https://shop.example.test/{transaction.label.lower().replace(' ', '-')}",
+                round(elapsed * 0.74),
+                0,
+                round(elapsed * 0.07) if index % 10 == 0 else 0,
+            )
+        )
+    return {name: text.getvalue() for name, text in out.items()}
