@@ -24,6 +24,8 @@ INTERNAL = (
     "use AsyncLoadTestClient as an async context manager",
     "kind has no string default",
     "unexpected Airflow version",
+    "a JTL file can only be restarted from its start",
+    "response times merge with response times only",
 )
 
 
