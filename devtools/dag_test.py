@@ -11,7 +11,8 @@ between releases.
 ``--leave-xcom TASK_ID KEY VALUE_JSON`` stands in for an earlier DAG run instead (``local_airflow.
 AirflowHome.leave_xcom``): the run on LOGICAL_DATE is created with its tasks marked successful, not run
 (``dag.test(mark_success_pattern=...)``), and the task's XCom ``KEY`` is set to the value, as the task
-would have pushed it (``XComModel.set``). A later run's ``xcom_pull(include_prior_dates=True)`` finds it.
+would have pushed it (the Task SDK's serialisation, then ``XComModel.set``). A later run's
+``xcom_pull(include_prior_dates=True)`` finds it.
 """
 
 from __future__ import annotations
@@ -64,9 +65,13 @@ def main(
     dag_run = dag.test(**kwargs)
     if leave_xcom is not None:
         from airflow.models.xcom import XComModel
+        from airflow.sdk.serde import serialize
 
+        # Stored as a task's push stores it: the Task SDK serialises, the API server keeps it as given.
         task_id, key, value = leave_xcom
-        XComModel.set(key, value, dag_id=dag_id, task_id=task_id, run_id=dag_run.run_id)
+        XComModel.set(
+            key, serialize(value), dag_id=dag_id, task_id=task_id, run_id=dag_run.run_id, serialize=False
+        )
     summary = summarise(dag_id, dag_run)
     with open(summary_path, "w", encoding="utf-8") as out:
         json.dump(summary, out, default=str)
