@@ -210,6 +210,7 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     if not season.succeeded:
         print(season.output[-4000:], file=sys.stderr)
         return False
+    print(f"[demo] season left in XCom in {season.seconds:.1f} s")
     outcomes, judged = [], []
     for night in NIGHTS:
         print(f"[demo] running: airflow dags test {GATE_DAG_ID} {night} (scenario {GATE_SCENARIO})")
