@@ -109,8 +109,9 @@ with DAG(
             f"Run {verdict['bench_result_id']} of scenario {verdict['scenario_id']} passed its gate "
             f"({verdict['state']}); report: {verdict['report_url']}"
         )
-        for row in verdict["gate"]:  # status: pass, noise or suspected (a passing night)
-            print(f"{row['metric']}: {row['value']} ({row['status']}; history centre {row['centre']})")
+        for row in verdict["gate"]:  # status: pass, noise or suspected on a night that passed
+            centre = f", history centre {row['centre']}" if row.get("centre") is not None else ""
+            print(f"{row['metric']}: {row['value']} ({row['status']}{centre})")
         return verdict
 
     @task
