@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
+    from airflow_provider_loadtest.decisions.history import GateHistory
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
@@ -128,6 +129,7 @@ class RunLifecycle(LoadTestHookMixin):
     metric_budgets: Any
     baseline: Any
     max_regression_pct: Any
+    history_settings: Any
     log: Any
     task_id: str
     execution_timeout: timedelta | None
@@ -146,6 +148,7 @@ class RunLifecycle(LoadTestHookMixin):
         metric_budgets: Any,
         baseline: Any,
         max_regression_pct: Any,
+        history_settings: Any = None,
     ) -> None:
         """Check and set what every front door shares; a ``ValueError`` names a bad setting at parse time."""
         gate = check_gate_severity(fail_on_alarm_severity)
@@ -159,10 +162,11 @@ class RunLifecycle(LoadTestHookMixin):
                 "junit_destination and report_pdf_destination need wait_for_completion=True: "
                 "the files exist once the run ended"
             )
-        if metric_budgets is not None or max_regression_pct is not None or baseline is not None:
+        if any(v is not None for v in (metric_budgets, max_regression_pct, baseline, history_settings)):
             from airflow_provider_loadtest.decisions.gate import GateSpec  # only DAGs with a gate pay for it
 
             GateSpec.check_literal(metric_budgets, max_regression_pct, baseline)
+            history_settings_of(history_settings, baseline, literal_only=True)
         if not wait_for_completion and (metric_budgets or max_regression_pct):
             raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
         self.check_interval = interval_s if interval_s is not None else 10.0
@@ -175,6 +179,7 @@ class RunLifecycle(LoadTestHookMixin):
         self.metric_budgets = metric_budgets
         self.baseline = baseline
         self.max_regression_pct = max_regression_pct
+        self.history_settings = history_settings
         self._active_run: StartedRun | None = None
         self._store_works = True  # until the task finds it has no task state store it can rely on
         self._ti: Any = None
@@ -607,6 +612,7 @@ class RunLifecycle(LoadTestHookMixin):
                 ti.xcom_push(
                     key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
                 )
+                _push_history(ti, verdict)
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
@@ -616,6 +622,11 @@ class RunLifecycle(LoadTestHookMixin):
         report = f" Report: {run.report_url}" if run.report_url else ""
         if outcome.succeeded and verdict is not None:
             # The run FINISHED and its values are what they are: a retry would reach the same verdict.
+            # Its night is remembered too (the history's rules keep a failing night out of the values
+            # judged against, and count it towards a change that persists); a run that did not finish
+            # leaves the history as it was.
+            if ti is not None:
+                _push_history(ti, verdict)
             raise AirflowFailException(f"{verdict.message()}.{report}")
         final = verdict_is_final(
             reason=outcome.reason,
@@ -627,16 +638,36 @@ class RunLifecycle(LoadTestHookMixin):
 
     # --- the quality gate ----------------------------------------------------------------------
 
-    def _gate_spec(self) -> GateSpec:
-        """The rendered gate settings, checked before the run starts (templates render late)."""
+    def _gate_spec(self, context: Context | None = None) -> GateSpec:
+        """The rendered gate settings, checked before the run starts (templates render late). With the
+        ``context``, also the DAG run's acceptance of a change (``loadtest_accept_change``): a typo in it
+        fails before anything starts, not after the load test."""
         from airflow_provider_loadtest.decisions.gate import GateSpec
 
         try:
-            return GateSpec.parse(self.metric_budgets, self.max_regression_pct, self.baseline)
+            spec = GateSpec.parse(
+                self.metric_budgets,
+                self.max_regression_pct,
+                self.baseline,
+                history_settings_of(self.history_settings, self.baseline),
+            )
+            if context is not None:
+                self._gate_accepted(context, spec)
         except ValueError as exc:
             from airflow_provider_loadtest.compat import AirflowFailException
 
             raise AirflowFailException(str(exc)) from exc
+        return spec
+
+    def _gate_accepted(self, context: Context, spec: GateSpec) -> frozenset[str]:
+        """The gated metrics whose change a person accepted as the new normal for this DAG run
+        (``decisions.history.accepted_metrics``); only ``baseline="history"`` has a normal to move.
+        ``ValueError`` for a value that does not read: a typo must not pass a regression."""
+        from airflow_provider_loadtest.decisions.history import HISTORY, accepted_metrics
+
+        if spec.baseline != HISTORY:
+            return frozenset()
+        return accepted_metrics(dag_run_conf(context), self.task_id, spec.metric_ids)
 
     def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
         """Fetch the values and judge them, once the run ended. After a failed run this is best
@@ -646,14 +677,33 @@ class RunLifecycle(LoadTestHookMixin):
         if not spec.active or not is_terminal(outcome.state):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
+        from airflow_provider_loadtest.decisions.history import HISTORY
 
         baseline, note = self._gate_baseline(context, spec.baseline, run)
+        history, accepted = None, frozenset[str]()
+        if spec.baseline == HISTORY:
+            history = self._gate_history(context)
+            try:
+                accepted = self._gate_accepted(context, spec)
+            except ValueError as exc:
+                from airflow_provider_loadtest.compat import AirflowFailException
+
+                raise AirflowFailException(str(exc)) from exc
+            moved = sorted(accepted & set(spec.max_regression_pct))  # a budget has no normal to move
+            if moved:
+                self.log.warning(
+                    "The DAG run accepts the change of %s as the new normal (loadtest_accept_change): "
+                    "not judged against the history tonight, which restarts from this run",
+                    ", ".join(moved),
+                )
         steps = evaluate(
             spec,
             run.bench_result_id,
             known_metrics=run.summary_metrics or {},
             baseline=baseline,
             baseline_note=note,
+            history=history,
+            accepted=accepted,
         )
         try:
             return self.hook.drive(steps, self.log)
@@ -663,14 +713,34 @@ class RunLifecycle(LoadTestHookMixin):
             self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
             return None
 
+    def _gate_history(self, context: Context) -> GateHistory | None:
+        """The history the latest earlier DAG run of this task left in XCom (``baseline="history"``),
+        read through Airflow like the ``"previous"`` baseline. Its own earlier tries' XComs are cleared
+        by Airflow when a try starts, so a retry judges against the same history as the first try.
+        ``None`` (no task instance to read with) fails every bounded metric as not measured."""
+        from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY, GateHistory
+
+        ti = _context_get(context, "ti")
+        if ti is None:
+            return None
+        return GateHistory.from_xcom(
+            ti.xcom_pull(
+                task_ids=self.task_id,
+                key=HISTORY_XCOM_KEY,
+                include_prior_dates=True,
+                map_indexes=getattr(ti, "map_index", -1),
+            )
+        )
+
     def _gate_baseline(
         self, context: Context, wanted: str | None, run: StartedRun
     ) -> tuple[Baseline | None, str | None]:
         """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
         in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
         from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline
+        from airflow_provider_loadtest.decisions.history import HISTORY
 
-        if wanted is None:
+        if wanted is None or wanted == HISTORY:
             return None, None
         if wanted != PREVIOUS:
             return Baseline(wanted, {}), None
@@ -839,3 +909,77 @@ def relay(
 
 def _context_get(context: Any, key: str) -> Any:
     return context.get(key) if hasattr(context, "get") else None
+
+
+def dag_run_conf(context: Any) -> Mapping[str, Any]:
+    """The DAG run's conf as far as the gate reads it (``loadtest_accept_change``).
+
+    Airflow 3.1 to 3.3 give a task both ``dag_run.conf`` (what the person triggered the run with) and
+    ``params`` (the DAG's params, overridden by the conf unless ``[core] dag_run_conf_overrides_params``
+    is off). The conf is read first; the params serve when the conf does not name the key, so a DAG
+    may declare ``loadtest_accept_change`` as a ``Param`` (a checkbox in the trigger form).
+    """
+    from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE
+
+    conf = getattr(_context_get(context, "dag_run"), "conf", None)
+    conf = conf if isinstance(conf, Mapping) else {}
+    if ACCEPT_CHANGE in conf:
+        return conf
+    params = _context_get(context, "params")
+    if isinstance(params, Mapping) and ACCEPT_CHANGE in params:
+        return {ACCEPT_CHANGE: params[ACCEPT_CHANGE]}
+    return conf
+
+
+def _push_history(ti: Any, verdict: Verdict) -> None:
+    """Leave the next night's history (``baseline="history"``) in XCom beside the verdict."""
+    if verdict.history is None:
+        return
+    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
+
+    ti.xcom_push(key=HISTORY_XCOM_KEY, value=verdict.history.to_xcom())
+
+
+def history_settings_of(value: object, baseline: object, *, literal_only: bool = False) -> dict[str, Any]:
+    """``history_settings`` as keyword arguments of ``HistorySettings.parse``, checked; ``ValueError``
+    names what is wrong.
+
+    Rendered templates are strings: a number in one (``"20"``) is read as the number. ``literal_only``
+    (at DAG-parse time) skips what is still a template; with a templated entry only the names are
+    checked then, the values once rendered.
+    """
+    from airflow_provider_loadtest.api.validation import is_templated
+    from airflow_provider_loadtest.decisions.history import HISTORY, HistorySettings
+
+    if not value or (literal_only and is_templated(value)):
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"history_settings must be a mapping of setting name to value, got {type(value).__name__}"
+        )
+    if baseline != HISTORY and not (literal_only and is_templated(baseline)):
+        raise ValueError(f"history_settings apply to baseline='history', not baseline={baseline!r}")
+    names = [name for name in value if not (literal_only and is_templated(name))]
+    unknown = [name for name in names if name not in HistorySettings.__dataclass_fields__]
+    if unknown:
+        HistorySettings.parse(**{str(name): None for name in unknown})  # the error names them
+    settings = {
+        name: _number_of(setting)
+        for name, setting in value.items()
+        if not (literal_only and (is_templated(name) or is_templated(setting)))
+    }
+    if len(settings) == len(value):  # a setting still templated is checked with the others once rendered
+        HistorySettings.parse(**settings)
+    return settings
+
+
+def _number_of(value: object) -> object:
+    """A rendered template's number (``"20"``, ``"2.5"``) as the number; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    for kind in (int, float):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            continue
+    return value

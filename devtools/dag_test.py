@@ -1,11 +1,18 @@
 """``airflow dags test``, plus a JSON summary of the run read from what ``dag.test()`` returns.
 
 Run as a script in the Airflow home's environment by ``local_airflow.AirflowHome.dags_test``:
-``python devtools/dag_test.py DAG_ID SUMMARY_JSON [LOGICAL_DATE]``. It does what the CLI command does
-(find the DAG in the DAGs folder, ``dag.test()``, exit 1 when the run failed) and then writes the run's
+``python devtools/dag_test.py DAG_ID SUMMARY_JSON [LOGICAL_DATE] [--conf JSON]``. It does what the CLI
+command does (find the DAG in the DAGs folder, ``dag.test()`` with the DAG-run conf, exit 1 when the run
+failed) and then writes the run's
 state and, per task, its state, try number, end date and XComs through the DagRun and TaskInstance objects
 ``dag.test()`` hands back and Airflow's XCom model: no SQL against Airflow's tables, which change
 between releases.
+
+``--leave-xcom TASK_ID KEY VALUE_JSON`` stands in for an earlier DAG run instead (``local_airflow.
+AirflowHome.leave_xcom``): the run on LOGICAL_DATE is created with its tasks marked successful, not run
+(``dag.test(mark_success_pattern=...)``), and the task's XCom ``KEY`` is set to the value, as the task
+would have pushed it (the Task SDK's serialisation, then ``XComModel.set``). A later run's
+``xcom_pull(include_prior_dates=True)`` finds it.
 """
 
 from __future__ import annotations
@@ -34,24 +41,62 @@ def summarise(dag_id: str, dag_run: Any) -> dict[str, Any]:
     return {"dag_id": dag_id, "run_id": dag_run.run_id, "state": str(dag_run.state), "tasks": tasks}
 
 
-def main(dag_id: str, summary_path: str, logical_date: str | None = None) -> int:
+def main(
+    dag_id: str,
+    summary_path: str,
+    logical_date: str | None = None,
+    *,
+    conf: dict[str, Any] | None = None,
+    leave_xcom: tuple[str, str, Any] | None = None,
+) -> int:
     from airflow.dag_processing.dagbag import DagBag
 
     dag = DagBag().get_dag(dag_id)  # the DAGs folder of AIRFLOW_HOME; examples off
     if dag is None:
         print(f"DAG {dag_id!r} not found or failed to parse", file=sys.stderr)
         return 2
-    if logical_date is None:
-        dag_run = dag.test()
-    else:
+    kwargs: dict[str, Any] = {"run_conf": conf}
+    if logical_date is not None:
         import pendulum
 
-        dag_run = dag.test(logical_date=pendulum.parse(logical_date))
+        kwargs["logical_date"] = pendulum.parse(logical_date)
+    if leave_xcom is not None:
+        kwargs["mark_success_pattern"] = ".*"
+    dag_run = dag.test(**kwargs)
+    if leave_xcom is not None:
+        from airflow.models.xcom import XComModel
+        from airflow.sdk.serde import serialize
+
+        # Stored as a task's push stores it: the Task SDK serialises, the API server keeps it as given.
+        task_id, key, value = leave_xcom
+        XComModel.set(
+            key, serialize(value), dag_id=dag_id, task_id=task_id, run_id=dag_run.run_id, serialize=False
+        )
     summary = summarise(dag_id, dag_run)
     with open(summary_path, "w", encoding="utf-8") as out:
         json.dump(summary, out, default=str)
     return 1 if summary["state"] == "failed" else 0
 
 
+def _parse(argv: list[str]) -> dict[str, Any]:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dag_id")
+    parser.add_argument("summary_path")
+    parser.add_argument("logical_date", nargs="?")
+    parser.add_argument("--conf", type=json.loads, help="the DAG run's conf, as JSON")
+    parser.add_argument("--leave-xcom", nargs=3, metavar=("TASK_ID", "KEY", "VALUE_JSON"))
+    args = parser.parse_args(argv)
+    leave = args.leave_xcom
+    return {
+        "dag_id": args.dag_id,
+        "summary_path": args.summary_path,
+        "logical_date": args.logical_date,
+        "conf": args.conf,
+        "leave_xcom": (leave[0], leave[1], json.loads(leave[2])) if leave else None,
+    }
+
+
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(**_parse(sys.argv[1:])))

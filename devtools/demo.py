@@ -4,8 +4,12 @@
 127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
 ``airflow dags test`` for the example DAGs (``loadtest_nightly``, then ``loadtest_nightly_report``,
 whose PDF report and run files are kept in ``./demo-reports``), then the release gate
-(``loadtest_release_gate`` on two consecutive nights of the simulator's ``slower-scenario``: the
-first passes its budgets, the second fails the regression bound against it), prints what happened
+(``loadtest_release_gate``, ``baseline="history"``, on the simulator's ``slower-scenario``: a few
+percent of noise from run to run, and 20 % slower at every run). A real season of nightly load tests
+would take weeks, so the demo stands in for one: the history that 20 passing nights at the scenario's
+usual speed would have left (the simulator's own figures and noise, judged by the gate's own code) is
+put in XCom on the DAG run of the day before. Then two real nights: the first is judged noise against
+that history and passes, the second (20 % slower) is a regression and fails. It prints what happened
 and cleans up, even when a step fails. Exits non-zero when a DAG run did not end as expected.
 """
 
@@ -22,7 +26,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -148,18 +152,71 @@ def main(argv: list[str] | None = None) -> int:
 
 
 GATE_DAG_ID = "loadtest_release_gate"
+GATE_TASK_ID = "run_load_test"
+GATE_SCENARIO = "slower-scenario"
+#: The example release gate's regression bounds (``max_regression_pct`` in
+#: example_dags/loadtest_release_gate.py): the earlier season is judged as that task would have judged it.
+GATE_BOUNDS = {"RESPONSE_TIME_PERCENTILE_95": 10.0, "RESPONSE_TIME_AVG": 10.0}
+#: Nights of the season that stands in for the weeks before the demo (8 are needed to judge the noise).
+SEASON_NIGHTS = 20
+SEASON_DATE = "2026-10-31"
+NIGHTS = ("2026-11-01", "2026-11-02")
+
+
+def earlier_season(
+    scenario_id: str,
+    bounds: Mapping[str, float],
+    nights: int = SEASON_NIGHTS,
+    seed: str | Path | dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The gate history (its XCom form) that ``nights`` passing nights of ``scenario_id`` at its usual
+    speed would have left: each night the simulator's figures with its run-to-run noise (the runs before
+    this simulator started, -``nights`` to -1), judged by the gate's own code, night after night."""
+    from airflow_provider_loadtest.decisions.gate import GateSpec, judge_history
+    from airflow_provider_loadtest.decisions.history import GateHistory
+    from airflow_provider_loadtest.models.enums import MetricId
+    from airflow_provider_loadtest.simulator.figures import RunFigures
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    scenario = load_seed(seed).scenario(scenario_id)
+    if scenario is None:
+        raise ValueError(f"the seed has no scenario {scenario_id!r}")
+    spec = GateSpec.parse(None, dict(bounds), "history")
+    history = GateHistory()
+    for run_index in range(-nights, 0):
+        figures = RunFigures.of(scenario.metrics, 100.0, 1.0, scenario.agents, run_index=run_index)
+        values = {metric: figures.summary_value(MetricId(metric)) for metric in spec.metric_ids}
+        rows, after = judge_history(spec, values, None, history=history)
+        if after is None or not all(row.passed for row in rows):
+            raise RuntimeError(f"night {run_index} of the season did not pass: {rows}")
+        history = after
+    return history.to_xcom()
 
 
 def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
-    """Two nights of the release gate on a scenario that gets slower at every run: the first has no
-    baseline yet and passes, the second is compared with it and fails. True when that happened."""
-    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "slower-scenario"}
-    outcomes = []
-    for night in ("2026-11-01", "2026-11-02"):
-        print(f"[demo] running: airflow dags test {GATE_DAG_ID} {night} (scenario slower-scenario)")
+    """A season of history, then two real nights of the release gate on a scenario that gets slower at
+    every run: the first is judged noise and passes, the second a regression and fails. True when that
+    happened."""
+    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
+
+    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": GATE_SCENARIO}
+    print(
+        f"[demo] standing in for an earlier season: the gate history of {SEASON_NIGHTS} passing nights of "
+        f"{GATE_SCENARIO} at its usual speed, left in XCom on the DAG run of {SEASON_DATE}"
+    )
+    season = home.leave_xcom(
+        GATE_DAG_ID, GATE_TASK_ID, HISTORY_XCOM_KEY, earlier_season(GATE_SCENARIO, GATE_BOUNDS), SEASON_DATE
+    )
+    if not season.succeeded:
+        print(season.output[-4000:], file=sys.stderr)
+        return False
+    print(f"[demo] season left in XCom in {season.seconds:.1f} s")
+    outcomes, judged = [], []
+    for night in NIGHTS:
+        print(f"[demo] running: airflow dags test {GATE_DAG_ID} {night} (scenario {GATE_SCENARIO})")
         result = home.dags_test(GATE_DAG_ID, env, logical_date=night)
         (home.path / f"{GATE_DAG_ID}-{night}.log").write_text(result.output)
-        run = result.xcom(GATE_DAG_ID, "run_load_test") or {}
+        run = result.xcom(GATE_DAG_ID, GATE_TASK_ID) or {}
         print(f"[demo] --- {GATE_DAG_ID} {night}: run {run.get('bench_result_id')} {run.get('state')} ---")
         start = result.output.find("Quality gate of run")
         if start >= 0:
@@ -169,10 +226,16 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
             print("[demo] " + result.output[failure:].splitlines()[0])
         print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
         outcomes.append(result.succeeded)
-    expected = outcomes == [True, False]
+        judged.append({row["status"] for row in run.get("gate", []) if row["metric"] in GATE_BOUNDS})
+    expected = outcomes == [True, False] and judged == [{"noise"}, {"regression"}]
     print(
         "[demo] release gate: "
-        + ("the slower second night failed its regression bound, as expected" if expected else "UNEXPECTED")
+        + (
+            "the first night was judged noise and passed, the slower second night a regression and failed, "
+            "as expected"
+            if expected
+            else f"UNEXPECTED (passed: {outcomes}, judged: {judged})"
+        )
     )
     return expected
 

@@ -101,10 +101,35 @@ class AirflowHome:
         )
 
     def dags_test(
-        self, dag_id: str, extra: dict[str, str], timeout: float = 300, logical_date: str | None = None
+        self,
+        dag_id: str,
+        extra: dict[str, str],
+        timeout: float = 300,
+        logical_date: str | None = None,
+        conf: dict[str, Any] | None = None,
     ) -> DagRunResult:
-        """``airflow dags test dag_id [logical_date]`` (as ``dag.test()``) with ``extra`` environment
-        (connections, variables); runs on different logical dates in one home see each other's XCom."""
+        """``airflow dags test dag_id [logical_date] [--conf conf]`` (as ``dag.test()``) with ``extra``
+        environment (connections, variables); runs on different logical dates in one home see each
+        other's XCom."""
+        return self._dag_test(dag_id, extra, timeout, logical_date, conf=conf)
+
+    def leave_xcom(
+        self, dag_id: str, task_id: str, key: str, value: Any, logical_date: str, timeout: float = 300
+    ) -> DagRunResult:
+        """Stand in for an earlier run of ``dag_id`` on ``logical_date``: its tasks marked successful
+        (not run) and ``task_id``'s XCom ``key`` set to ``value``, as the task would have left it."""
+        return self._dag_test(dag_id, {}, timeout, logical_date, leave=(task_id, key, value))
+
+    def _dag_test(
+        self,
+        dag_id: str,
+        extra: dict[str, str],
+        timeout: float,
+        logical_date: str | None,
+        *,
+        conf: dict[str, Any] | None = None,
+        leave: tuple[str, str, Any] | None = None,
+    ) -> DagRunResult:
         with tempfile.TemporaryDirectory(prefix="loadtest-dag-test-") as scratch:
             summary_path = Path(scratch) / "summary.json"
             started = time.monotonic()
@@ -114,6 +139,8 @@ class AirflowHome:
                 dag_id,
                 str(summary_path),
                 *([logical_date] if logical_date else []),
+                *(["--conf", json.dumps(conf)] if conf is not None else []),
+                *(["--leave-xcom", leave[0], leave[1], json.dumps(leave[2])] if leave else []),
             ]
             done = self._run(argv, extra, timeout)
             seconds = time.monotonic() - started

@@ -94,12 +94,24 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     :param metric_budgets: the quality gate's budgets, ``{metric id: condition}`` such as
         ``{"RESPONSE_TIME_PERCENTILE_95": "<= 800", "ERRORS_PERCENT": "< 1"}`` (operators ``<``, ``<=``,
         ``>``, ``>=``; metric ids of the service's API, section 2.5). Checked once the run ended.
-    :param baseline: the run to compare against: ``None``, ``"previous"`` (the run of the latest
-        earlier DAG run of this task whose verdict passed, read from Airflow's XCom) or a bench
-        result id (e.g. ``"{{ var.value.loadtest_baseline }}"``).
-    :param max_regression_pct: ``{metric id: percent}``: how much worse than the baseline the run
-        may be; "worse" follows the metric (``decisions.gate.METRIC_DIRECTIONS``). No baseline yet
-        is not a failure: budgets only are checked.
+    :param baseline: what to compare against: ``None``; ``"history"`` (the run-to-run noise of the
+        last passing nights of this task, kept in Airflow's XCom: a metric fails only when it is both
+        worse than ``max_regression_pct`` and beyond what the noise explains; see
+        ``docs/gate_quality.md``); ``"previous"`` (the run of the latest earlier DAG run of this task
+        whose verdict passed, read from Airflow's XCom); or a bench result id (e.g.
+        ``"{{ var.value.loadtest_baseline }}"``).
+    :param max_regression_pct: ``{metric id: percent}``: how much worse than the baseline (or the
+        history's centre) the run may be: the smallest change that matters to you. "Worse" follows
+        the metric (``decisions.gate.METRIC_DIRECTIONS``). No baseline yet is not a failure: budgets
+        only are checked (with ``"history"``: the bound alone, against the few nights there are, until
+        the history is long enough, said in the log).
+    :param history_settings: with ``baseline="history"``, how it judges (``decisions.history.
+        HistorySettings``: ``window``, ``min_history``, ``fail_z``, ``persist_z``, ``suspect_z``,
+        ``persist_nights``); ``None`` takes the defaults measured in ``docs/gate_quality.md``. An
+        unknown name or a bad value fails when the DAG is parsed (a templated value before the run).
+        A person accepts a regression as the new normal by triggering the DAG run with the conf
+        ``{"loadtest_accept_change": true}`` (or a list of metric ids, or ``{task id: ...}``): those
+        metrics pass that night (budgets still apply) and their history restarts from it.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Files are written atomically, before the task's verdict. When the run succeeded, a file that
@@ -110,8 +122,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     ``template_id``, ``workspace_id``, ``scenario_id``, ``test_name``, ``report_url``, ``started_at`` and,
     once waited for, ``state``, ``duration_s``, ``alarms``, ``metrics`` and ``stopped``, plus ``junit``
     and ``report_pdf`` (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated
-    metric: ``metric``, ``value``, ``passed``, ``budget``, ``baseline``, ``change_pct``) when a gate is
-    set. With ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict;
+    metric: ``metric``, ``value``, ``passed``, ``status``, ``budget``, ``baseline``, ``change_pct``,
+    ``max_regression_pct``, ``reason``, and with ``baseline="history"`` the history's ``centre``,
+    ``noise``, ``band_low``/``band_high``, ``history_n`` and a ``note``; ``GateRow.from_xcom`` reads
+    them) when a gate is set. With ``baseline="history"`` the task also pushes XCom
+    ``loadtest_gate_history`` (passing or failing: a failing night never joins the values judged
+    against). With ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict;
     Airflow emits asset events only when the task succeeds. On failure the same dict is pushed as XCom
     ``return_value`` before the task fails, so the alarms stay visible. The run is also pushed as XCom
     ``loadtest_run`` once started, when the task's **Load test report** link appears.
@@ -131,12 +147,14 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         "metric_budgets",
         "baseline",
         "max_regression_pct",
+        "history_settings",
     )
     template_fields_renderers = {
         "properties": "json",
         "report_export_config": "json",
         "metric_budgets": "json",
         "max_regression_pct": "json",
+        "history_settings": "json",
     }
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f4d35e"
@@ -164,6 +182,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         metric_budgets: Mapping[str, str] | None = None,
         baseline: str | None = None,
         max_regression_pct: Mapping[str, float] | None = None,
+        history_settings: Mapping[str, float] | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -190,6 +209,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             metric_budgets=metric_budgets,
             baseline=baseline,
             max_regression_pct=max_regression_pct,
+            history_settings=history_settings,
         )
         self.timeout = positive_seconds("timeout", timeout)
         self.scenario_id = scenario_id
@@ -215,7 +235,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         self._ti = _context_get(context, "ti")
         with refusing_what_cannot_succeed():
             self._check_file_settings()
-            self._gate_spec()
+            self._gate_spec(context)
             run, earlier_state = self._attach_or_start(context)
         self._act_on_a_decision_during_the_start(run)
         if not self.wait_for_completion:

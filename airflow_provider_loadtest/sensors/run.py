@@ -54,9 +54,14 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     :param stop_on_alarm: also check the alarms at each look while the run goes, and stop the run as
         soon as the gate breaks.
     :param metric_budgets: the quality gate's budgets, as for ``RunScenarioOperator``.
-    :param baseline: ``None``, ``"previous"`` (the latest earlier passing run of this task) or a bench
-        result id, as for ``RunScenarioOperator``.
-    :param max_regression_pct: ``{metric id: percent}`` worse than the baseline allowed.
+    :param baseline: ``None``, ``"history"`` (the noise of the last passing nights of this task),
+        ``"previous"`` (the latest earlier passing run of this task) or a bench result id, as for
+        ``RunScenarioOperator``.
+    :param max_regression_pct: ``{metric id: percent}`` worse than the baseline (or the history's
+        centre) allowed.
+    :param history_settings: with ``baseline="history"``, how it judges, as for
+        ``RunScenarioOperator``; ``None``: the measured defaults. The DAG-run conf
+        ``loadtest_accept_change`` accepts a change as the new normal, as for the operator.
     :param junit_destination: save the run's JUnit XML here once it ended.
     :param report_pdf_destination: save the report as a PDF here once it ended (needs the report id).
     :param report_export_config: PDF page settings (keys of the service's ``ExportReportConfig``).
@@ -73,7 +78,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
 
     Returns (XCom ``return_value``) the same dict as ``RunScenarioOperator`` once it waited: the run's
     ids and report link, ``state``, ``duration_s`` (from the start time when the dict gave one, else
-    from when this sensor began), ``alarms``, ``metrics``, ``gate`` and the files saved. The run is also
+    from when this sensor began), ``alarms``, ``metrics``, ``gate`` and the files saved (and, with
+    ``baseline="history"``, XCom ``loadtest_gate_history``). The run is also
     pushed as XCom ``loadtest_run`` when the sensor begins, and the report link shows on the task.
     """
 
@@ -87,11 +93,13 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         "metric_budgets",
         "baseline",
         "max_regression_pct",
+        "history_settings",
     )
     template_fields_renderers = {
         "report_export_config": "json",
         "metric_budgets": "json",
         "max_regression_pct": "json",
+        "history_settings": "json",
     }
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f9e79f"
@@ -108,6 +116,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         metric_budgets: Mapping[str, str] | None = None,
         baseline: str | None = None,
         max_regression_pct: Mapping[str, float] | None = None,
+        history_settings: Mapping[str, float] | None = None,
         junit_destination: str | ObjectStoragePath | None = None,
         report_pdf_destination: str | ObjectStoragePath | None = None,
         report_export_config: Mapping[str, Any] | None = None,
@@ -137,6 +146,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             metric_budgets=metric_budgets,
             baseline=baseline,
             max_regression_pct=max_regression_pct,
+            history_settings=history_settings,
         )
         self.bench_result_id = bench_result_id
         self.workspace_id = workspace_id
@@ -155,7 +165,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         self._ti = _context_get(context, "ti")
         with refusing_what_cannot_succeed():
             self._check_file_settings()
-            self._gate_spec()
+            self._gate_spec(context)
             run = self._adopt(context, self._resolve_run(context))
         if self.deferrable:
             first = self._soft(lambda: self.poke(context))

@@ -4,13 +4,16 @@ One computation feeds the live headline metrics (``/analysis/metrics/global``), 
 (``/analysis/metrics/summary``), the PDF and the web page, so they can never disagree: the hit count is an
 integer, the hit rate is hits over the simulated seconds elapsed, errors are a share of hits, and a
 finished run's summary repeats its final headline figures. Values are deterministic per scenario (its
-:class:`MetricProfile`), per metric id and per run of the scenario (a scenario with ``slowdownPerRun``
-gets that much slower at each run, to show a regression).
+:class:`MetricProfile`), per metric id and per run of the scenario: a profile with ``noisePct`` varies
+from run to run as load tests of one build do (response times a few percent up or down, the same for
+the n-th run of every such scenario, so a test or the demo can count on them), and a scenario with
+``slowdownPerRun`` gets that much slower at each run besides, to show a regression.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from airflow_provider_loadtest.models.enums import MetricId
@@ -38,6 +41,18 @@ _TIME_PARTS: dict[str, float] = {
 }
 #: Apdex thresholds (ms) used for the *_APDEX metrics.
 APDEX_SATISFIED_MS = 500.0
+#: A run's noise is drawn within this many standard deviations: noise, never an outlier night.
+NOISE_BOUND_SD = 3.0
+
+
+def run_noise(noise_pct: float, run_index: int) -> float:
+    """How much slower (above 1) or faster than its profile the ``run_index``-th run of a scenario is:
+    ``1 + noise_pct / 100 * z``, with ``z`` a standard normal draw seeded by the run index alone
+    (deterministic across processes and Python versions), bounded to :data:`NOISE_BOUND_SD`."""
+    if not noise_pct:
+        return 1.0
+    z = random.Random(f"loadtest-simulator-run-{run_index}").gauss(0.0, 1.0)  # noqa: S311 - simulated noise
+    return 1 + noise_pct / 100 * max(-NOISE_BOUND_SD, min(NOISE_BOUND_SD, z))
 
 
 @dataclass(frozen=True)
@@ -53,14 +68,24 @@ class RunFigures:
     agents: int
 
     @classmethod
-    def of(cls, profile: MetricProfile, progress_percent: float, slowdown: float, agents: int) -> RunFigures:
+    def of(
+        cls,
+        profile: MetricProfile,
+        progress_percent: float,
+        slowdown: float,
+        agents: int,
+        run_index: int = 1,
+    ) -> RunFigures:
+        """The figures of the ``run_index``-th run of a scenario (1: the first since the last reset)
+        once ``progress_percent`` of it ran, ``slowdown`` times slower than its profile besides its noise."""
         seconds = profile.simulated_seconds * progress_percent / 100
         hits = math.floor(profile.hits_per_second * seconds)
+        noise = run_noise(profile.noise_pct, run_index)
         return cls(
             seconds=seconds,
             hits=hits,
             errors=math.floor(hits * profile.error_rate),
-            avg_response_time_ms=round(profile.avg_response_time_ms * slowdown, 1),
+            avg_response_time_ms=round(profile.avg_response_time_ms * slowdown * noise, 1),
             response_bytes=profile.response_kb * 1024,
             users=profile.users,
             agents=agents,

@@ -50,6 +50,10 @@ class MetricProfile(SeedModel):
     """How many seconds of load a whole run stands for (runs are compressed in time)."""
     users: int = Field(default=50, ge=0)
     """Concurrent virtual users (the USERLOAD metric)."""
+    noise_pct: float = Field(default=0.0, ge=0, le=30)
+    """Run-to-run noise of the response times: their standard deviation from run to run, in percent of
+    the profile (0: every run alike). Deterministic per run of the scenario (the n-th run since the last
+    reset always measures the same), so a gate's history of nights has noise to judge against."""
 
 
 class ScenarioSpec(SeedModel):

@@ -156,7 +156,13 @@ class Run:
         return float((1 + self.scenario.slowdown_per_run) ** (self.ordinal - 1))
 
     def figures(self, now: float) -> RunFigures:
-        return RunFigures.of(self.scenario.metrics, self.progress(now), self.slowdown, self.scenario.agents)
+        return RunFigures.of(
+            self.scenario.metrics,
+            self.progress(now),
+            self.slowdown,
+            self.scenario.agents,
+            run_index=self.ordinal,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,18 @@
-"""The quality gate end to end: two nights of ``loadtest_release_gate`` in one real Airflow home.
+"""The quality gate end to end: nights of ``loadtest_release_gate`` (``baseline="history"``) in one real
+Airflow home, each night reading the history the night before left in XCom.
 
-The simulator's ``slower-scenario`` gets 20 % slower at every run. The first night has no baseline
-yet (budgets only) and passes, leaving its values in XCom and an asset event carrying its verdict;
-the second night, a day later, finds that run through Airflow's XCom of prior dates and fails the
-10 % regression bound. The first night waits on the worker, the second in the triggerer: one verdict.
+A season of 20 passing nights stands in for the weeks before (``devtools.demo.earlier_season``: the
+simulator's own figures and noise, judged by the gate's own code, left in XCom on the DAG run of the
+day before). Then, with a scenario whose runs vary by a few percent:
+
+1. an ordinary night is judged noise against that history and passes, and its asset event carries the
+   history's centre and noise band;
+2. the system under test gets 25 % slower (the Variable points at a second scenario, the same profile
+   25 % slower): a regression, failed without a retry, waiting in the triggerer this time; the night is
+   remembered in the history but does not join the values judged against;
+3. a person triggers the next night with ``{"loadtest_accept_change": true}``: it passes, and the
+   history restarts from it;
+4. the night after is judged against the restarted history (too short yet: the bound alone) and passes.
 """
 
 from __future__ import annotations
@@ -15,14 +24,34 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY, GateHistory
 from airflow_provider_loadtest.simulator import run_simulator
-from devtools.local_airflow import AirflowHome, connection_env
+from airflow_provider_loadtest.simulator.seed import load_seed
+from devtools.demo import GATE_BOUNDS, earlier_season
+from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "loadtest_release_gate"
+TASK_ID = "run_load_test"
 P95 = "RESPONSE_TIME_PERCENTILE_95"
+AVG = "RESPONSE_TIME_AVG"
+
+
+def _seed() -> dict[str, Any]:
+    """The default seed, plus two releases of the system under test: the second 25 % slower."""
+    seed = load_seed().model_dump(mode="json", by_alias=True)
+    for scenario_id, average in (("release-1", 360), ("release-2", 450)):  # p95: 1.95 x the average
+        seed["scenarios"].append(
+            {
+                "id": scenario_id,
+                "projectId": "demo-project",
+                "name": scenario_id,
+                "metrics": {"avgResponseTimeMs": average, "noisePct": 3},
+            }
+        )
+    return seed
 
 
 def _asset_events(home: Path, name: str) -> list[dict[str, Any]]:
@@ -35,44 +64,85 @@ def _asset_events(home: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(extra) if isinstance(extra, str | bytes) else extra for (extra,) in rows]
 
 
-def test_second_night_fails_the_regression_bound_and_the_first_one_s_asset_event_carries_its_verdict(
+def _bounded(result: DagRunResult) -> dict[str, dict[str, Any]]:
+    """The gate rows of the metrics judged against the history, by metric."""
+    rows = result.xcom(DAG_ID, TASK_ID)["gate"]
+    return {row["metric"]: row for row in rows if row["metric"] in GATE_BOUNDS}
+
+
+def _history(result: DagRunResult) -> GateHistory:
+    return GateHistory.from_xcom(result.xcom(DAG_ID, TASK_ID, HISTORY_XCOM_KEY))
+
+
+def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_history(
     tmp_path: Path,
 ) -> None:
+    seed = _seed()
     home = AirflowHome(tmp_path / "home", [ROOT / "example_dags"])
-    with run_simulator(run_seconds=2.0) as sim:
+    season = home.leave_xcom(
+        DAG_ID, TASK_ID, HISTORY_XCOM_KEY, earlier_season("release-1", GATE_BOUNDS, seed=seed), "2026-10-31"
+    )
+    assert season.succeeded, season.output[-6000:]
+    with run_simulator(seed=seed, run_seconds=2.0) as sim:
         env = connection_env(sim.url, sim.api_key)
-        env["AIRFLOW_VAR_LOADTEST_SCENARIO_ID"] = "slower-scenario"
+        release_1 = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "release-1"}
+        release_2 = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "release-2"}
 
-        first = home.dags_test(DAG_ID, env, logical_date="2026-11-01")
+        # 1. an ordinary night: noise
+        first = home.dags_test(DAG_ID, release_1, logical_date="2026-11-01")
         assert first.succeeded, first.output[-6000:]
-        night1 = first.xcom(DAG_ID, "run_load_test")
-        assert (
-            "no baseline yet (no earlier run of this task passed), so budgets only were checked"
-            in first.output
-        )
-        assert all(row["passed"] and row["baseline"] is None for row in night1["gate"])
-        (event,) = _asset_events(home.path, "loadtest_release_verdict")
-        assert event["passed"] is True
-        assert event["bench_result_id"] == night1["bench_result_id"]
-        assert event["scenario_id"] == "slower-scenario" and event["state"] == "FINISHED"
-        assert event["report_url"] == night1["report_url"]
-        assert event["metrics"] == {row["metric"]: row["value"] for row in night1["gate"]}
+        rows = _bounded(first)
+        for row in rows.values():
+            assert row["passed"] and row["status"] == "noise", row
+            assert row["history_n"] == 18  # 20 nights: the last two wait for the nights after them
+            assert row["band_low"] < row["value"] < row["band_high"]
+        assert rows[P95]["centre"] == pytest.approx(1.95 * 360, rel=0.03)
+        assert 0.01 < rows[P95]["noise"] / rows[P95]["centre"] < 0.06  # about the scenario's 3 %
+        assert "against the history of the last passing runs" in first.output and "noise band" in first.output
+        night1 = first.xcom(DAG_ID, TASK_ID)
+        (event,) = [
+            e
+            for e in _asset_events(home.path, "loadtest_release_verdict")
+            if e.get("bench_result_id") == night1["bench_result_id"]
+        ]
+        assert event["passed"] is True and event["gate"] == night1["gate"]
+        assert {r["status"] for r in event["gate"] if r["metric"] in GATE_BOUNDS} == {"noise"}
 
+        # 2. a step: a regression, in the triggerer this time, not retried, and kept out of the history
         second = home.dags_test(
-            DAG_ID, {**env, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}, logical_date="2026-11-02"
+            DAG_ID, {**release_2, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}, logical_date="2026-11-02"
         )
         assert not second.succeeded
         assert "Deferring: the triggerer watches run" in second.output
-        assert second.task_states(DAG_ID)["run_load_test"] == ("failed", 1)  # never retried
-        night2 = second.xcom(DAG_ID, "run_load_test")
-        assert len(sim.starts("slower-scenario")) == 2
-        rows = {row["metric"]: row for row in night2["gate"]}
-        assert rows[P95]["baseline"] == next(r["value"] for r in night1["gate"] if r["metric"] == P95)
-        assert rows[P95]["change_pct"] == pytest.approx(20.0, abs=0.5)
-        assert not rows[P95]["passed"] and not rows["RESPONSE_TIME_AVG"]["passed"]
-        assert rows["ERRORS_PERCENT"]["passed"]
-        assert f"against baseline run {night1['bench_result_id']}" in second.output
-        assert f"Quality gate failed (baseline run {night1['bench_result_id']}): {P95}" in second.output
-        # a failed task emits no asset event: the deployment DAG is not triggered
-        assert len(_asset_events(home.path, "loadtest_release_verdict")) == 1
+        assert second.task_states(DAG_ID)[TASK_ID] == ("failed", 1)
+        rows = _bounded(second)
+        for row in rows.values():
+            assert not row["passed"] and row["status"] == "regression", row
+            assert row["change_pct"] > 15
+        assert f"Quality gate failed: {P95}" in second.output and "vs history centre" in second.output
+        remembered = _history(second).series[(None, P95)]
+        assert rows[P95]["value"] not in remembered.values
+        assert remembered.recent[-1][0] == rows[P95]["value"]
+        assert not [e for e in _asset_events(home.path, "loadtest_release_verdict") if not e.get("passed")]
+
+        # 3. a person accepts the change: the night passes and the history restarts from it
+        third = home.dags_test(DAG_ID, release_2, logical_date="2026-11-03", conf={ACCEPT_CHANGE: True})
+        assert third.succeeded, third.output[-6000:]
+        rows = _bounded(third)
+        for row in rows.values():
+            assert row["passed"] and row["status"] == "pass" and "accepted" in row["note"], row
+        restarted = _history(third).series
+        assert {metric: restarted[(None, metric)].values for metric in GATE_BOUNDS} == {
+            metric: (row["value"],) for metric, row in rows.items()
+        }
+        assert "accepts the change of RESPONSE_TIME_AVG, RESPONSE_TIME_PERCENTILE_95" in third.output
+
+        # 4. the night after: judged against the restarted history (the bound alone until 8 nights)
+        fourth = home.dags_test(DAG_ID, release_2, logical_date="2026-11-04")
+        assert fourth.succeeded, fourth.output[-6000:]
+        for metric, row in _bounded(fourth).items():
+            assert row["passed"] and row["history_n"] == 1 and row["baseline"] == rows[metric]["value"]
+            assert "1 night of history, 8 needed" in row["note"]
+
+        assert (len(sim.starts("release-1")), len(sim.starts("release-2"))) == (1, 3)
         print(second.output[second.output.index("Quality gate of run") :][:1200])
