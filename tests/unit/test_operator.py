@@ -176,6 +176,7 @@ def test_templated_fields() -> None:
         "metric_budgets",
         "baseline",
         "max_regression_pct",
+        "history_settings",
     }
 
 

@@ -72,13 +72,16 @@ def test_slower_scenario_slows_checkout_while_the_run_grows_twenty_percent(state
     run_growth = _value(state, second, "RESPONSE_TIME_PERCENTILE_95") / _value(
         state, first, "RESPONSE_TIME_PERCENTILE_95"
     )
-    assert run_growth == pytest.approx(1.2, rel=0.01)
+    from airflow_provider_loadtest.simulator.figures import run_noise
+
+    noise = run_noise(3, 2) / run_noise(3, 1)  # slower-scenario's run-to-run noise (noisePct 3)
+    assert run_growth == pytest.approx(1.2 * noise, rel=0.01)
 
     def p95(summary: JtlSummary, label: str) -> float:
         return summary.transactions[label].metric("RESPONSE_TIME_PERCENTILE_95") or 0.0
 
     assert p95(after, "Checkout") / p95(before, "Checkout") > 2.5
-    assert p95(after, "Home") / p95(before, "Home") < 1.1
+    assert p95(after, "Home") / p95(before, "Home") < 1.1 * noise
     assert [t.label for t in after.slowest(1)] == ["Checkout"]
 
 
