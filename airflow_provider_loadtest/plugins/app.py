@@ -23,6 +23,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Annotated, Any
 
+from airflow.api_fastapi.common.db.common import SessionDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -140,6 +141,13 @@ def airflow_base(request: Request) -> str:
     return root.removesuffix(URL_PREFIX)
 
 
+def _app_path(request: Request) -> str:
+    """The request's path inside this app (Starlette versions differ on whether a mounted app's
+    ``path`` keeps the mount's prefix)."""
+    path, root = str(request.scope.get("path", "")), str(request.scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
 def _static_root(request: Request) -> str:
     return airflow_base(request) + URL_PREFIX + "/static"
 
@@ -149,8 +157,6 @@ def _static_root(request: Request) -> str:
 
 def create_app() -> FastAPI:
     """The app Airflow mounts (built on the API server's first request for its plugins' apps)."""
-    from airflow.api_fastapi.common.db.common import SessionDep
-
     _page()  # a template error shows when the API server starts, not on the first visit
     access = _access_dependencies()
     # Ids first (404 before anything is read), then Airflow's access checks, then the endpoint.
@@ -230,10 +236,10 @@ def create_app() -> FastAPI:
         """401/403/404/422 as a short page (or JSON for the API route): never any data."""
         code = exc.status_code if isinstance(exc, StarletteHTTPException) else 404
         detail = exc.detail if isinstance(exc, StarletteHTTPException) else "not found"
-        if code == status.HTTP_422_UNPROCESSABLE_ENTITY or isinstance(exc, RequestValidationError):
+        if code == 422 or isinstance(exc, RequestValidationError):
             code, detail = 400, "bad request"
         headers = {**PRIVATE, **(getattr(exc, "headers", None) or {})}
-        if f"{URL_PREFIX}/api/" in request.url.path:
+        if _app_path(request).startswith("/api/"):
             return JSONResponse({"detail": detail}, status_code=code, headers=headers)
         heading = {401: "Not logged in", 403: "Not allowed", 404: "Not found"}.get(code, "Bad request")
         message = {

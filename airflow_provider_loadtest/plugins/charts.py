@@ -27,6 +27,8 @@ Y_TICKS = 5
 class Tick:
     at: float
     label: str
+    #: SVG text-anchor: a date at the plot's very edge is aligned inward, never cut off.
+    anchor: str = "middle"
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,7 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
     def ys(levels: Sequence[float | None]) -> list[float | None]:
         return [None if v is None else y_of(v) for v in levels]
 
-    xs = _x_positions([n.run_after for n in series.nights], left, right)
+    xs = _x_positions([n.at for n in series.nights], left, right)
     spans = _spans(xs, left, right)
     marks, accepted = [], []
     for x, night, row in zip(xs, series.nights, rows, strict=True):
@@ -333,7 +335,14 @@ def _date_ticks(series: Series, xs: Sequence[float]) -> tuple[Tick, ...]:
         if ticks and (ticks[-1].label == label or xs[i] - ticks[-1].at < 70):
             continue
         ticks.append(Tick(xs[i], label))
-    return tuple(ticks)
+    left, right = xs[0], xs[-1]
+
+    def anchor(x: float) -> str:
+        if left == right:
+            return "middle"
+        return "start" if x == left else "end" if x == right else "middle"
+
+    return tuple(Tick(t.at, t.label, anchor(t.at)) for t in ticks)
 
 
 def charts(series: Sequence[Series], base: str, dag_id: str, task_id: str) -> list[Chart]:

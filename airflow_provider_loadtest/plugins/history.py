@@ -44,8 +44,13 @@ class Night:
     result: RunResult
 
     @property
+    def at(self) -> datetime:
+        """When the night is: its logical date (the night it stands for), else when it ran."""
+        return self.logical_date or self.run_after
+
+    @property
     def day(self) -> str:
-        return (self.logical_date or self.run_after).strftime("%Y-%m-%d")
+        return self.at.strftime("%Y-%m-%d")
 
     @property
     def failing(self) -> list[Row]:
@@ -112,7 +117,7 @@ class TaskHistory:
 
 def build(dag_id: str, task_id: str, nights: Sequence[Night], total: int | None = None) -> TaskHistory:
     """The history of ``nights`` (in any order): series in the order the newest nights list them."""
-    newest_first = tuple(sorted(nights, key=lambda n: (n.run_after, n.map_index), reverse=True))
+    newest_first = tuple(sorted(nights, key=lambda n: (n.at, n.map_index), reverse=True))
     oldest_first = newest_first[::-1]
     keys: dict[SeriesKey, None] = {}
     for night in newest_first:

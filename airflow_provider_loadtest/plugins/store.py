@@ -95,7 +95,7 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
             ),
         )
         .where(started.dag_id == dag_id, started.task_id == task_id, started.key == RUN_RECORD_KEY)
-        .order_by(DagRun.run_after.desc(), started.map_index)
+        .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
         .limit(limit)
     )
     return [
