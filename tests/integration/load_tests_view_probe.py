@@ -9,7 +9,6 @@ DAG: the simple auth manager alone gives every role read access to every DAG.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
@@ -73,7 +72,3 @@ def main(secret: str) -> None:
         answer = client.get(paths["dag"])
         found["reader by cookie dag"] = {"status": answer.status_code, "has_data": secret in answer.text}
     print("PROBE:" + json.dumps(found))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])

@@ -24,6 +24,7 @@ SCRIPTS = (
     "client_cpu.py",
     "models_parse.py",
     "triggerer_scale.py",
+    "plugin_page.py",
     "demo_split.py",
 )
 BUDGET_ROWS = (
@@ -34,6 +35,7 @@ BUDGET_ROWS = (
     "Triggerer: CPU per poll",
     "Client CPU per call",
     "Models: parsing full templates",
+    'The "Load tests" view: server time',
     "`make demo` wall time",
 )
 

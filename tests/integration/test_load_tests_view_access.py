@@ -35,7 +35,8 @@ def probe(home: AirflowHome, secret: str) -> dict[str, Any]:
         }
     )
     done = subprocess.run(
-        [sys.executable, "-m", PROBE, secret],
+        # imported, not run as __main__: Airflow imports the auth manager class from the same module
+        [sys.executable, "-c", f"from {PROBE} import main; main({secret!r})"],
         cwd=ROOT,
         env=env,
         capture_output=True,
