@@ -9,8 +9,8 @@ JWT) answers, interleaved, round after round:
 - the DAG's tab (``/loadtest/dags/<dag>?nights=N``: every night as charts and a table),
 - the task's tab (``/loadtest/dags/<dag>/tasks/<task>?nights=N``),
 - the same history as JSON,
-- the baseline: Airflow's own ``GET /api/v2/dags/<dag>/dagRuns?limit=100`` (a page of the same DAG's
-  runs, through the same app, auth and database).
+- the baseline: Airflow's own ``GET /api/v2/dags/~/dagRuns?limit=100`` (a page of the same DAG's runs,
+  the only DAG here, through the same app, auth and database).
 
 Each figure is the median wall time of one request inside the process (no network: what the API
 server spends), with its spread; the budget is the issue's: the task's tab with 365 nights under
@@ -42,7 +42,7 @@ from benchmarks.common import airflow_env, spread, table  # noqa: E402
 DAG_ID = "loadtest_release_gate"
 TASK_ID = "run_load_test"
 BUDGET_MS = 200.0
-BASELINE = "baseline: Airflow's GET /api/v2/dags/<dag>/dagRuns?limit=100"
+BASELINE = "baseline: Airflow's GET /api/v2/dags/~/dagRuns?limit=100"
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 
 
@@ -83,11 +83,13 @@ def _gate(p95: float, baseline: float | None, errors: float) -> list[dict[str, A
 
 def seed(nights: int) -> None:
     """``nights`` nights of the release gate in this home's database, as the operator leaves them."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
     from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
-    from sqlalchemy import insert, select
+    from sqlalchemy import select
 
     rng = random.Random(7)  # noqa: S311 - seeded figures, not secrets
     start = datetime(2026, 1, 1, 2, tzinfo=UTC)
@@ -155,8 +157,13 @@ def seed(nights: int) -> None:
         }
         values[run_id] = (record, result)
     with create_session() as session:
-        session.execute(insert(DagRun), runs)
-        session.execute(insert(TaskInstance), tis)
+        # Core inserts (the tables' own column defaults apply): fast, and no ORM events of Airflow's
+        session.execute(DagBundleModel.__table__.insert(), [{"name": "bench"}])
+        dag = {"dag_id": DAG_ID, "bundle_name": "bench", "max_active_tasks": 16}
+        dag.update(max_consecutive_failed_dag_runs=0, has_task_concurrency_limits=False)
+        session.execute(DagModel.__table__.insert(), [dag])
+        session.execute(DagRun.__table__.insert(), runs)
+        session.execute(TaskInstance.__table__.insert(), tis)
         ids = dict(session.execute(select(DagRun.run_id, DagRun.id).where(DagRun.dag_id == DAG_ID)).all())
         xcoms = [
             {
@@ -171,7 +178,7 @@ def seed(nights: int) -> None:
             for run_id, (record, result) in values.items()
             for key, value in (("loadtest_run", record), ("return_value", result))
         ]
-        session.execute(insert(XComModel), xcoms)
+        session.execute(XComModel.__table__.insert(), xcoms)
 
 
 def measure(nights: int, rounds: int) -> dict[str, Any]:
@@ -188,7 +195,8 @@ def measure(nights: int, rounds: int) -> dict[str, Any]:
         f"ours: the DAG's tab, {nights} nights": f"/loadtest/dags/{DAG_ID}?nights={nights}",
         f"ours: the task's tab, {nights} nights": f"/loadtest/dags/{task}",
         f"ours: the history as JSON, {nights} nights": f"/loadtest/api/dags/{task}",
-        BASELINE: f"/api/v2/dags/{DAG_ID}/dagRuns?limit=100",
+        # ~: every readable DAG's runs (the one DAG here): the per-DAG route needs a serialized DAG
+        BASELINE: "/api/v2/dags/~/dagRuns?limit=100",
     }
     times: dict[str, list[float]] = {name: [] for name in requests}
     sizes: dict[str, int] = {}
@@ -198,6 +206,7 @@ def measure(nights: int, rounds: int) -> dict[str, Any]:
             assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
             sizes[name] = len(answer.content)
         assert f"br-{nights - 1}" in client.get(requests[f"ours: the task's tab, {nights} nights"]).text
+        assert client.get(requests[BASELINE]).json()["total_entries"] == nights
         for _ in range(rounds):
             for name, path in requests.items():
                 began = time.perf_counter()

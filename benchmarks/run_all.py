@@ -261,7 +261,7 @@ def plugin_page_rows(result: Any) -> list[list[str]]:
         return [
             f"{result['task_ms']:.0f} ms with {result['nights']} nights "
             f"(the DAG's tab {result['dag_tab_ms']:.0f} ms, JSON {result['json_ms']:.0f} ms)",
-            f"Airflow's `GET /api/v2/dags/<dag>/dagRuns?limit=100`: {result['baseline_ms']:.0f} ms",
+            f"Airflow's `GET /api/v2/dags/~/dagRuns?limit=100`: {result['baseline_ms']:.0f} ms",
             _verdict(result["task_ms"] < result["budget_ms"]),
         ]
 

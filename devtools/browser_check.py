@@ -306,6 +306,10 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
     task_rows = page.frame_locator("iframe[title='Load tests']").locator("table.nights tbody tr")
     task_rows.nth(len(nights) - 1).wait_for(timeout=UI_TIMEOUT_MS)
     shot(page, "load-tests-task")
+    plugins = page.request.get(f"{ui}/api/v2/plugins").json()["plugins"]
+    views = [v["href"] for p in plugins if p["name"] == "loadtest" for v in p["external_views"]]
+    if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}"]:
+        raise CheckFailed(f"GET /api/v2/plugins lists the view's tabs as {views}")
     headers = page.request.get(f"{ui}/loadtest/dags/{GATE_DAG_ID}").headers
     if headers.get("cache-control") != "no-store" or "script-src 'self'" not in headers.get(
         "content-security-policy", ""

@@ -251,8 +251,12 @@ def _tooltip(day: str, row: Row, unit: str) -> str:
         parts.append(f"noise band {number(low)} to {number(high)}")
     if row.reason:
         parts.append(row.reason)
-    if row.accepted:
-        parts.append("change accepted" + (f": {row.accepted}" if isinstance(row.accepted, str) else ""))
+    if isinstance(row.accepted, str):
+        parts.append(row.accepted if row.accepted == row.note else f"change accepted: {row.accepted}")
+    elif row.accepted:
+        parts.append("change accepted")
+    if row.note and row.note != row.accepted:
+        parts.append(row.note)
     return " · ".join(parts)
 
 

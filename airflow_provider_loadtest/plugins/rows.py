@@ -54,9 +54,10 @@ _LABELS = {
 }
 _RANK = {status: rank for rank, status in enumerate(Status)}
 
-#: Keys a row may carry to say that a change was accepted (the history gate's marker; the first
-#: truthy one wins, its text, if any, is shown).
+#: Keys a row may carry to say that a change was accepted (the first truthy one wins, its text, if
+#: any, is shown); the history gate says it in its ``note`` (``ACCEPTED_NOTE``).
 ACCEPTED_KEYS = ("accepted", "accepted_change", "accepted_at", "accepted_by")
+ACCEPTED_NOTE = "change accepted"
 
 
 def _number(value: object) -> float | None:
@@ -92,6 +93,8 @@ class Row:
     band_low: float | None = None
     band_high: float | None = None
     history_n: int | None = None
+    #: What the gate's log said beside the row (suspected, short history, accepted).
+    note: str | None = None
     #: Set when this night's change was accepted (``True``, or the marker's text).
     accepted: str | bool = False
 
@@ -128,6 +131,9 @@ def _accepted(data: Mapping[str, Any]) -> str | bool:
         marker = data.get(key)
         if marker:
             return marker if isinstance(marker, str) else True
+    note = data.get("note")
+    if isinstance(note, str) and note.lower().startswith(ACCEPTED_NOTE):
+        return note
     return False
 
 
@@ -156,6 +162,7 @@ def gate_row(data: object) -> Row | None:
         band_low=_number(data.get("band_low")),
         band_high=_number(data.get("band_high")),
         history_n=_count(data.get("history_n")),
+        note=_text(data.get("note")),
         accepted=_accepted(data),
     )
 

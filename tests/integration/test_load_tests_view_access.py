@@ -68,14 +68,12 @@ def test_no_data_without_login_or_without_access_to_the_dag(tmp_path: Path) -> N
             assert not answer["has_data"], key
         if "cache_control" in answer:
             assert answer["cache_control"] == "no-store", key
-            assert answer["vary"] == "Authorization, Cookie", key
+            assert answer["vary"].startswith("Authorization, Cookie"), key  # then Airflow's gzip
     for what in ("dag", "task", "data"):
-        assert found[f"reader {what}"] == {
-            "status": 200,
-            "has_data": True,
-            "cache_control": "no-store",
-            "vary": "Authorization, Cookie",
-        }, what
+        answer = found[f"reader {what}"]
+        assert (answer["status"], answer["has_data"], answer["cache_control"]) == (200, True, "no-store"), (
+            what
+        )
     assert found["reader other_dag"]["status"] == 200 and not found["reader other_dag"]["has_data"]
     assert found["reader bad_id"]["status"] == 404
     assert found["reader by cookie dag"] == {"status": 200, "has_data": True}

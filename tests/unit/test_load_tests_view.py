@@ -103,6 +103,11 @@ def test_history_fields_transaction_and_accepted_marker_are_read_when_present() 
     assert (row.status, row.centre, row.band, row.history_n) == (Status.SUSPECTED, 470.0, (446.0, 494.0), 14)
     assert row.transaction == "Checkout" and row.accepted == "new cache layer, ticket PERF-12"
     assert not row.status.failed
+    note = "change accepted as the new normal: the history restarts from this night"
+    history_gate = gate_row(today_row(status="pass", history_n=0, note=note))  # the gate's own marker
+    assert history_gate is not None and history_gate.accepted == note and history_gate.note == note
+    suspected = gate_row(today_row(status="suspected", note="beyond the noise on one night"))
+    assert suspected is not None and not suspected.accepted
     centre_and_noise = gate_row(today_row(centre=470.0, noise=-12.0))
     assert centre_and_noise is not None and centre_and_noise.band == (458.0, 482.0)
 
