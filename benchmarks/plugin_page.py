@@ -173,7 +173,7 @@ def seed(nights: int) -> None:
                 "key": key,
                 "dag_id": DAG_ID,
                 "run_id": run_id,
-                "value": json.dumps(value),
+                "value": value,  # stored as JSON, as the Task Execution API stores a task's XCom
             }
             for run_id, (record, result) in values.items()
             for key, value in (("loadtest_run", record), ("return_value", result))

@@ -41,6 +41,19 @@ class Mark:
     title: str
     href: str
 
+    @property
+    def shape(self) -> str:
+        """The mark's outline as SVG path data: a dot (passed), a diamond (suspected), a square
+        (failed), a cross (not measured): told apart by shape as well as by colour."""
+        x, y = self.x, self.y
+        if self.status in ("regression", "budget"):
+            return f"M{x - 4:.1f} {y - 4:.1f}h8v8h-8z"
+        if self.status == "suspected":
+            return f"M{x:.1f} {y - 5.5:.1f}l5.5 5.5l-5.5 5.5l-5.5 -5.5z"
+        if self.status == "not_measured":
+            return f"M{x - 4:.1f} {y - 4:.1f}l8 8m0 -8l-8 8"
+        return f"M{x - 3.5:.1f} {y:.1f}a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0"
+
 
 @dataclass(frozen=True)
 class Chart:

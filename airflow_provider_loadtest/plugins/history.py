@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import lru_cache
 from urllib.parse import quote
 
 from airflow_provider_loadtest.plugins.rows import Row, RunResult, Status
@@ -160,6 +161,7 @@ def task_url(base: str, dag_id: str, task_id: str) -> str:
     return f"{dag_url(base, dag_id)}/tasks/{_segment(task_id)}"
 
 
+@lru_cache(maxsize=4096)  # a night is linked from each of its charts and from the table
 def task_instance_url(base: str, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
     url = f"{run_url(base, dag_id, run_id)}/tasks/{_segment(task_id)}"
     return url if map_index < 0 else f"{url}/mapped/{map_index}"
