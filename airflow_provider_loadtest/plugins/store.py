@@ -62,14 +62,17 @@ def count_nights(session: Session, dag_id: str, task_id: str) -> int:
 
 
 def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Night]:
-    """The newest ``limit`` nights of a task (one per DAG run and map index), newest first."""
+    """The newest ``limit`` nights of a task (one per DAG run and map index), newest first.
+
+    The run record is read only for nights without a result (a result repeats what the record holds),
+    so a year of history decodes one XCom value per night, not two."""
     started = aliased(XComModel)
     result = aliased(XComModel)
     query = (
         select(
+            started.dag_run_id,
             started.run_id,
             started.map_index,
-            started.value,
             result.value,
             DagRun.run_after,
             DagRun.logical_date,
@@ -98,6 +101,8 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
         .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
         .limit(limit)
     )
+    found = list(session.execute(query))
+    records = _records(session, task_id, [(row[0], row[2]) for row in found if _value(row[3]) is None])
     return [
         Night(
             run_id=run_id,
@@ -105,7 +110,19 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
             run_after=run_after,
             logical_date=logical_date,
             ti_state=None if state is None else str(getattr(state, "value", state)),
-            result=RunResult.from_xcom(_value(result_value), _value(record)),
+            result=RunResult.from_xcom(_value(result_value), records.get((dag_run_id, map_index))),
         )
-        for run_id, map_index, record, result_value, run_after, logical_date, state in session.execute(query)
+        for dag_run_id, run_id, map_index, result_value, run_after, logical_date, state in found
     ]
+
+
+def _records(session: Session, task_id: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+    """The run records of the nights ``keys`` (DAG run row id, map index) that have no result yet."""
+    if not keys:
+        return {}
+    query = select(XComModel.dag_run_id, XComModel.map_index, XComModel.value).where(
+        XComModel.dag_run_id.in_({run for run, _ in keys}),
+        XComModel.task_id == task_id,
+        XComModel.key == RUN_RECORD_KEY,
+    )
+    return {(run, index): _value(value) for run, index, value in session.execute(query)}

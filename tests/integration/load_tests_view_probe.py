@@ -31,6 +31,43 @@ class OneDagAuthManager(SimpleAuthManager):
         )
 
 
+def add_running_night() -> None:
+    """A later night whose task is still running: only its run record exists (no ``return_value``)."""
+    from datetime import UTC, datetime
+
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    at, run_id = datetime(2030, 1, 1, tzinfo=UTC), "manual__still_running"
+    record = {"bench_result_id": "br-running", "report_url": "http://127.0.0.1:9/ui/report/r-running"}
+    with create_session() as session:
+        session.execute(
+            DagRun.__table__.insert(),
+            [{"dag_id": DAG_ID, "run_id": run_id, "logical_date": at, "run_after": at, "run_type": "manual"}],
+        )
+        session.execute(
+            TaskInstance.__table__.insert(),
+            [
+                {"dag_id": DAG_ID, "task_id": TASK_ID, "run_id": run_id, "map_index": -1}
+                | {"state": "running", "try_number": 1, "pool": "default_pool", "pool_slots": 1}
+            ],
+        )
+        dag_run_id = session.scalar(
+            DagRun.__table__.select()
+            .with_only_columns(DagRun.__table__.c.id)
+            .where(DagRun.__table__.c.run_id == run_id)
+        )
+        session.execute(
+            XComModel.__table__.insert(),
+            [
+                {"dag_run_id": dag_run_id, "task_id": TASK_ID, "map_index": -1, "key": "loadtest_run"}
+                | {"dag_id": DAG_ID, "run_id": run_id, "value": record}
+            ],
+        )
+
+
 def main(secret: str) -> None:
     from airflow.api_fastapi.app import create_app, get_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
@@ -67,6 +104,11 @@ def main(secret: str) -> None:
                     "cache_control": answer.headers.get("cache-control"),
                     "vary": answer.headers.get("vary"),
                 }
+        add_running_night()
+        data = client.get(paths["data"], headers=credentials["reader"]).json()
+        found["reader running night"] = [
+            (n["verdict"], n["bench_result_id"], n["report_url"]) for n in data["nights"]
+        ]
         # the login cookie works like the header (Airflow 3.1.1+ keeps the UI's token in it)
         client.cookies.set("_token", tokens["reader"])
         answer = client.get(paths["dag"])

@@ -77,3 +77,8 @@ def test_no_data_without_login_or_without_access_to_the_dag(tmp_path: Path) -> N
     assert found["reader other_dag"]["status"] == 200 and not found["reader other_dag"]["has_data"]
     assert found["reader bad_id"]["status"] == 404
     assert found["reader by cookie dag"] == {"status": 200, "has_data": True}
+    # a night still running shows from its run record, newest first; the finished one from its result
+    assert found["reader running night"] == [
+        ["running", "br-running", "http://127.0.0.1:9/ui/report/r-running"],
+        ["pass", secret, night.xcom("loadtest_release_gate", "run_load_test")["report_url"]],
+    ]
