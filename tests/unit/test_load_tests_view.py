@@ -307,9 +307,14 @@ def test_an_empty_dag_says_so() -> None:
 def test_the_plugin_is_registered_by_entry_point_and_in_provider_info() -> None:
     (found,) = [ep for ep in entry_points(group="airflow.plugins") if ep.value.startswith("airflow_provider")]
     assert found.value == "airflow_provider_loadtest.plugins:ENTRY_POINT_PLUGIN"
-    assert get_provider_info()["plugins"] == [
-        {"name": "loadtest", "plugin-class": "airflow_provider_loadtest.plugins.LoadTestViewPlugin"}
-    ]
+    (declared,) = get_provider_info()["plugins"]
+    assert declared == {
+        "name": "loadtest",
+        "plugin-class": "airflow_provider_loadtest.plugins.LoadTestViewPlugin",
+    }
+    from airflow_provider_loadtest.plugins import LoadTestViewPlugin
+
+    assert LoadTestViewPlugin.name == declared["name"]
 
 
 def test_the_entry_point_steps_aside_when_airflow_reads_provider_info_plugins(
