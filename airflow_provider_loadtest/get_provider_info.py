@@ -62,6 +62,9 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "plugins": [
+            {"name": "loadtest", "plugin-class": "airflow_provider_loadtest.plugins.LoadTestViewPlugin"}
+        ],
         "extra-links": ["airflow_provider_loadtest.links.report.LoadTestReportLink"],
         "connection-types": [
             {

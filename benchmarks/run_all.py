@@ -53,6 +53,8 @@ BENCHMARKS = [
     ),
     # Two JTL sizes (1 and 5 million samples, ~3 min in all); --smoke: two tiny ones, one round.
     Benchmark("jtl_read.py", [], ["--samples", "20000", "50000", "--rounds", "1"], json=True),
+    # A year of nightly history in the "Load tests" view, seeded into a throwaway home (~20 s small).
+    Benchmark("plugin_page.py", [], ["--nights", "30", "--rounds", "2"], json=True),
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
@@ -288,6 +290,17 @@ def jtl_rows(results: Any) -> list[list[str]]:
         row("JTL reader: peak RSS, two sizes (interpreter included)", "<= 100 MiB", memory),
         row("JTL reader: CPU time over pandas `read_csv` + `groupby` quantiles", "<= 2x", speed),
     ]
+def plugin_page_rows(result: Any) -> list[list[str]]:
+    def page() -> list[str]:
+        return [
+            f"{result['task_ms']:.0f} ms of CPU ({result['task_wall_ms']:.0f} ms wall at load "
+            f"{result['load_average']:.1f}) with {result['nights']} nights; the DAG's tab "
+            f"{result['dag_tab_ms']:.0f} ms, JSON {result['json_ms']:.0f} ms",
+            f"Airflow's `GET /api/v2/dags/~/dagRuns?limit=100`: {result['baseline_ms']:.0f} ms of CPU",
+            _verdict(result["task_ms"] < result["budget_ms"]),
+        ]
+
+    return [row('The "Load tests" view: server time of a task\'s tab, 365 nights', "< 200 ms", page)]
 
 
 def demo_rows(result: Any) -> list[list[str]]:
@@ -402,6 +415,7 @@ BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("client_cpu.py", client_cpu_rows),
     ("models_parse.py", models_rows),
     ("jtl_read.py", jtl_rows),
+    ("plugin_page.py", plugin_page_rows),
     ("demo_split.py", demo_rows),
     ("gate_quality.py", gate_quality_rows),
 ]

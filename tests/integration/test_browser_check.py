@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_connection_form_in_a_real_browser() -> None:
+def test_connection_form_report_link_and_load_tests_view_in_a_real_browser() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "devtools.browser_check"],
         cwd=ROOT,
@@ -35,3 +35,5 @@ def test_connection_form_in_a_real_browser() -> None:
     assert "Connected to http://127.0.0.1:" in output
     assert "HTTP 401" in output
     assert "the 'Load test report' link opened http://127.0.0.1:" in output
+    assert "the failing night's point opened http://127.0.0.1:" in output
+    assert "the Load tests tab showed the 5 nights of loadtest_release_gate" in output

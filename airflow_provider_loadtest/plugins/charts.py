@@ -1,0 +1,366 @@
+"""The charts' geometry: one series (a gated metric over the nights) to SVG coordinates and paths.
+
+Drawn on the server as SVG (the template writes the markup): no JavaScript charting library, nothing
+to fetch, nothing a strict Content Security Policy has to allow, and every point is a plain link. The
+lines: the value per night, the budget (a step line: it may change from one night to the next), the
+history's centre and noise band when the gate judged against a history, else the regression limit
+against the baseline; failing and suspected nights are marked, accepted changes drawn as rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from airflow_provider_loadtest.plugins.history import Series, task_instance_url
+from airflow_provider_loadtest.plugins.rows import Row
+
+WIDTH, HEIGHT = 640, 220
+LEFT, RIGHT, TOP, BOTTOM = 60, 14, 12, 30
+X_TICKS = 6
+Y_TICKS = 5
+
+
+@dataclass(frozen=True)
+class Tick:
+    at: float
+    label: str
+    #: SVG text-anchor: a date at the plot's very edge is aligned inward, never cut off.
+    anchor: str = "middle"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A night on the chart: where, how it went (``status``: a CSS class), its tooltip and link."""
+
+    x: float
+    y: float
+    status: str
+    title: str
+    href: str
+
+    @property
+    def shape(self) -> str:
+        """The mark's outline as SVG path data: a dot (passed), a diamond (suspected), a square
+        (failed), a cross (not measured): told apart by shape as well as by colour."""
+        x, y = self.x, self.y
+        if self.status in ("regression", "budget"):
+            return f"M{x - 4:.1f} {y - 4:.1f}h8v8h-8z"
+        if self.status == "suspected":
+            return f"M{x:.1f} {y - 5.5:.1f}l5.5 5.5l-5.5 5.5l-5.5 -5.5z"
+        if self.status == "not_measured":
+            return f"M{x - 4:.1f} {y - 4:.1f}l8 8m0 -8l-8 8"
+        return f"M{x - 3.5:.1f} {y:.1f}a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Everything the template needs to draw one series."""
+
+    title: str
+    unit: str
+    direction: str
+    width: int
+    height: int
+    plot: tuple[float, float, float, float]  # left, top, right, bottom
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    value_path: str
+    band_path: str
+    centre_path: str
+    budget_path: str
+    limit_path: str
+    marks: tuple[Mark, ...]
+    accepted: tuple[Mark, ...]
+    summary: str
+
+
+# --- numbers ---------------------------------------------------------------------------------------
+
+
+def unit_of(metric: str) -> str:
+    """The unit the service's metric ids imply (section 2.5 of the spec), for labels."""
+    if "APDEX" in metric:
+        return ""
+    if metric.endswith("PERCENT"):
+        return "%"
+    if "TIME" in metric or metric.startswith("LATENCY"):
+        return "ms"
+    if "BYTES" in metric or metric == "RESPONSE_SIZE":
+        return "B/s" if metric.endswith("RATE") else "B"
+    if metric.endswith("RATE"):
+        return "/s"
+    return ""
+
+
+def number(value: float | None) -> str:
+    """A value as people read it: up to 4 significant digits, no exponent below 10^9."""
+    if value is None:
+        return "-"
+    if value == int(value) and abs(value) < 1e9:
+        return str(int(value))
+    text = f"{value:.4g}" if abs(value) < 1e9 else f"{value:.3e}"
+    return text
+
+
+def nice_step(span: float, count: int) -> float:
+    """A round step (1, 2, 2.5 or 5 times a power of ten) giving about ``count`` intervals."""
+    if span <= 0 or not math.isfinite(span):
+        return 1.0
+    raw = span / max(count, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+def y_domain(values: Sequence[float]) -> tuple[float, float, float]:
+    """(low, high, step): round bounds holding every value, with some room above and below."""
+    if not values:
+        return 0.0, 1.0, 0.25
+    low, high = min(values), max(values)
+    if 0 <= low < high - low:  # close to zero compared with the spread: start at zero
+        low = 0.0
+    if low == high:
+        pad = abs(low) * 0.1 or 1.0
+        low, high = low - pad, high + pad
+    step = nice_step(high - low, Y_TICKS)
+    low = math.floor(low / step) * step
+    high = math.ceil(high / step) * step
+    if low < 0 <= min(values):
+        low = 0.0
+    return low, high, step
+
+
+# --- geometry ----------------------------------------------------------------------------------------
+
+
+def _x_positions(times: Sequence[datetime], left: float, right: float) -> list[float]:
+    if not times:
+        return []
+    first, last = times[0].timestamp(), times[-1].timestamp()
+    if last <= first:
+        return [(left + right) / 2] * len(times)
+    scale = (right - left) / (last - first)
+    return [left + (t.timestamp() - first) * scale for t in times]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def line_path(xs: Sequence[float], ys: Sequence[float | None]) -> str:
+    """A polyline through the defined points, broken where a value is missing."""
+    parts: list[str] = []
+    pen_down = False
+    for x, y in zip(xs, ys, strict=True):
+        if y is None:
+            pen_down = False
+            continue
+        parts.append(f"{'L' if pen_down else 'M'}{_fmt(x)} {_fmt(y)}")
+        pen_down = True
+    return " ".join(parts)
+
+
+def _spans(xs: Sequence[float], left: float, right: float) -> list[tuple[float, float]]:
+    """Each night's horizontal extent for step lines: halfway to its neighbours (the plot's edges at
+    the ends)."""
+    spans = []
+    for i, x in enumerate(xs):
+        start = left if i == 0 else (xs[i - 1] + x) / 2
+        end = right if i == len(xs) - 1 else (x + xs[i + 1]) / 2
+        spans.append((start, end))
+    return spans
+
+
+def step_path(spans: Sequence[tuple[float, float]], ys: Sequence[float | None]) -> str:
+    """A step line: each night's level across its span, joined vertically, broken where missing."""
+    parts: list[str] = []
+    previous: float | None = None
+    for (start, end), y in zip(spans, ys, strict=True):
+        if y is None:
+            previous = None
+            continue
+        if previous is None:
+            parts.append(f"M{_fmt(start)} {_fmt(y)}")
+        elif y != previous:
+            parts.append(f"V{_fmt(y)}")
+        parts.append(f"H{_fmt(end)}")
+        previous = y
+    return " ".join(parts)
+
+
+def band_path(spans: Sequence[tuple[float, float]], bands: Sequence[tuple[float, float] | None]) -> str:
+    """Closed step areas between each night's low and high, one per run of nights that have a band."""
+    parts: list[str] = []
+    run: list[tuple[tuple[float, float], tuple[float, float]]] = []
+
+    def close() -> None:
+        if not run:
+            return
+        upper = [f"{_fmt(x)} {_fmt(high)}" for (start, end), (_, high) in run for x in (start, end)]
+        lower = [f"{_fmt(x)} {_fmt(low)}" for (start, end), (low, _) in reversed(run) for x in (end, start)]
+        parts.append("M" + " L".join(upper + lower) + " Z")
+        run.clear()
+
+    for span, band in zip(spans, bands, strict=True):
+        if band is None:
+            close()
+        else:
+            run.append((span, band))
+    close()
+    return " ".join(parts)
+
+
+# --- one series to one chart ---------------------------------------------------------------------------
+
+
+def _budget_bound(metric: str, row: Row | None) -> float | None:
+    if row is None or row.budget is None:
+        return None
+    from airflow_provider_loadtest.decisions.gate import Budget
+
+    try:
+        return Budget.parse(metric, row.budget).bound
+    except ValueError:
+        return None
+
+
+def _direction(metric: str) -> str:
+    from airflow_provider_loadtest.decisions.gate import METRIC_DIRECTIONS, Direction
+
+    direction = METRIC_DIRECTIONS.get(metric)
+    if direction is Direction.HIGHER_IS_WORSE:
+        return "lower is better"
+    if direction is Direction.LOWER_IS_WORSE:
+        return "higher is better"
+    return ""
+
+
+def _limit(metric: str, row: Row | None) -> float | None:
+    """The regression bound against a single baseline run (``baseline="previous"`` or a pinned run)."""
+    if row is None or row.baseline is None or row.max_regression_pct is None or row.band is not None:
+        return None
+    direction = _direction(metric)
+    if direction == "lower is better":
+        return row.baseline + abs(row.baseline) * row.max_regression_pct / 100
+    if direction == "higher is better":
+        return row.baseline - abs(row.baseline) * row.max_regression_pct / 100
+    return None
+
+
+def _centre(row: Row | None) -> float | None:
+    if row is None:
+        return None
+    return row.centre if row.centre is not None else row.baseline
+
+
+def _tooltip(day: str, row: Row, unit: str) -> str:
+    parts = [f"{day}: {number(row.value)}{(' ' + unit) if unit else ''}", row.status.label]
+    if row.change_pct is not None:
+        parts.append(f"{row.change_pct:+.1f} % vs {number(row.baseline)}")
+    if row.band is not None:
+        low, high = row.band
+        parts.append(f"noise band {number(low)} to {number(high)}")
+    if row.reason:
+        parts.append(row.reason)
+    if isinstance(row.accepted, str):
+        parts.append(row.accepted if row.accepted == row.note else f"change accepted: {row.accepted}")
+    elif row.accepted:
+        parts.append("change accepted")
+    if row.note and row.note != row.accepted:
+        parts.append(row.note)
+    return " · ".join(parts)
+
+
+def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
+    """The chart of one series; ``base`` is Airflow's path prefix for the links to task instances."""
+    metric = series.key.metric
+    unit = unit_of(metric)
+    left, top, right, bottom = LEFT, TOP, WIDTH - RIGHT, HEIGHT - BOTTOM
+    rows = series.rows
+    values = [row.value if row is not None else None for row in rows]
+    budgets = [_budget_bound(metric, row) for row in rows]
+    centres = [_centre(row) for row in rows]
+    bands = [row.band if row is not None else None for row in rows]
+    limits = [_limit(metric, row) for row in rows]
+    seen = [
+        v
+        for v in [*values, *budgets, *centres, *limits, *(x for b in bands if b for x in b)]
+        if v is not None
+    ]
+    low, high, step = y_domain(seen)
+
+    def y_of(value: float) -> float:
+        return bottom - (value - low) / (high - low) * (bottom - top)
+
+    def ys(levels: Sequence[float | None]) -> list[float | None]:
+        return [None if v is None else y_of(v) for v in levels]
+
+    xs = _x_positions([n.at for n in series.nights], left, right)
+    spans = _spans(xs, left, right)
+    marks, accepted = [], []
+    for x, night, row in zip(xs, series.nights, rows, strict=True):
+        if row is None:
+            continue
+        href = task_instance_url(base, dag_id, night.run_id, task_id, night.map_index)
+        title = _tooltip(night.day, row, unit)
+        y = bottom if row.value is None else y_of(row.value)
+        marks.append(Mark(x, y, row.status.value, title, href))
+        if row.accepted:
+            accepted.append(Mark(x, top, "accepted", title, href))
+    y_ticks = tuple(
+        Tick(y_of(low + i * step), number(round(low + i * step, 10)))
+        for i in range(round((high - low) / step) + 1)
+    )
+    failing = sum(1 for row in rows if row is not None and row.status.failed)
+    latest = next((row for row in reversed(rows) if row is not None), None)
+    summary = (
+        f"{metric}{' of ' + series.key.transaction if series.key.transaction else ''}: "
+        f"{sum(1 for r in rows if r is not None)} nights, {failing} failing"
+        + (f", latest {number(latest.value)} {unit} ({latest.status.label})" if latest else "")
+    )
+    return Chart(
+        title=metric,
+        unit=unit,
+        direction=_direction(metric),
+        width=WIDTH,
+        height=HEIGHT,
+        plot=(left, top, right, bottom),
+        x_ticks=_date_ticks(series, xs),
+        y_ticks=y_ticks,
+        value_path=line_path(xs, ys(values)),
+        band_path=band_path(spans, [None if b is None else (y_of(b[0]), y_of(b[1])) for b in bands]),
+        centre_path=step_path(spans, ys(centres)),
+        budget_path=step_path(spans, ys(budgets)),
+        limit_path=step_path(spans, ys(limits)),
+        marks=tuple(marks),
+        accepted=tuple(accepted),
+        summary=summary,
+    )
+
+
+def _date_ticks(series: Series, xs: Sequence[float]) -> tuple[Tick, ...]:
+    """Up to ``X_TICKS`` dates, evenly picked among the nights (never two with the same label)."""
+    count = len(xs)
+    if count == 0:
+        return ()
+    picks = sorted({round(i * (count - 1) / (X_TICKS - 1)) for i in range(X_TICKS)}) if count > 1 else [0]
+    ticks: list[Tick] = []
+    for i in picks:
+        label = series.nights[i].day
+        if ticks and (ticks[-1].label == label or xs[i] - ticks[-1].at < 70):
+            continue
+        ticks.append(Tick(xs[i], label))
+    left, right = xs[0], xs[-1]
+
+    def anchor(x: float) -> str:
+        if left == right:
+            return "middle"
+        return "start" if x == left else "end" if x == right else "middle"
+
+    return tuple(Tick(t.at, t.label, anchor(t.at)) for t in ticks)
+
+
+def charts(series: Sequence[Series], base: str, dag_id: str, task_id: str) -> list[Chart]:
+    return [chart(s, base, dag_id, task_id) for s in series]

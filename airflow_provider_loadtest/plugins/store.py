@@ -1,0 +1,128 @@
+"""Reading the gated tasks' nights from Airflow's own database (XCom, task instances, DAG runs), in
+the API server's session: no store of ours, nothing written.
+
+A gated task is one that left a run record (XCom ``loadtest_run``, pushed by ``RunScenarioOperator``
+as soon as its run starts), so the view finds every task that started a load test, whatever the
+operator's class name, and a night whose task has not returned yet still shows. The verdict is the
+task's ``return_value``.
+
+Values are read as the API server's own XCom endpoint reads them: the raw JSON in the table, never
+through a custom XCom backend (a backend that stores values elsewhere leaves a reference here, which
+the view skips as "no verdict").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from airflow.models.dagrun import DagRun
+from airflow.models.taskinstance import TaskInstance
+from airflow.models.xcom import XComModel
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import aliased
+
+from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
+from airflow_provider_loadtest.plugins.history import Night
+from airflow_provider_loadtest.plugins.rows import RunResult
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+RESULT_KEY = "return_value"
+
+
+def _value(raw: Any) -> Any:
+    """An XCom value as stored: a JSON string (``XComModel.serialize_value``) or JSON already decoded
+    by the column type (values set through the Task Execution API)."""
+    if isinstance(raw, str | bytes):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def gated_task_ids(session: Session, dag_id: str) -> list[str]:
+    """The tasks of ``dag_id`` that ever started a load test, by task id."""
+    query = (
+        select(XComModel.task_id)
+        .where(XComModel.dag_id == dag_id, XComModel.key == RUN_RECORD_KEY)
+        .distinct()
+        .order_by(XComModel.task_id)
+    )
+    return list(session.scalars(query))
+
+
+def count_nights(session: Session, dag_id: str, task_id: str) -> int:
+    query = select(func.count()).where(
+        XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == RUN_RECORD_KEY
+    )
+    return int(session.scalar(query) or 0)
+
+
+def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Night]:
+    """The newest ``limit`` nights of a task (one per DAG run and map index), newest first.
+
+    The run record is read only for nights without a result (a result repeats what the record holds),
+    so a year of history decodes one XCom value per night, not two."""
+    started = aliased(XComModel)
+    result = aliased(XComModel)
+    query = (
+        select(
+            started.dag_run_id,
+            started.run_id,
+            started.map_index,
+            result.value,
+            DagRun.run_after,
+            DagRun.logical_date,
+            TaskInstance.state,
+        )
+        .join(DagRun, DagRun.id == started.dag_run_id)
+        .outerjoin(
+            result,
+            and_(
+                result.dag_run_id == started.dag_run_id,
+                result.task_id == started.task_id,
+                result.map_index == started.map_index,
+                result.key == RESULT_KEY,
+            ),
+        )
+        .outerjoin(
+            TaskInstance,
+            and_(
+                TaskInstance.dag_id == started.dag_id,
+                TaskInstance.run_id == started.run_id,
+                TaskInstance.task_id == started.task_id,
+                TaskInstance.map_index == started.map_index,
+            ),
+        )
+        .where(started.dag_id == dag_id, started.task_id == task_id, started.key == RUN_RECORD_KEY)
+        .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
+        .limit(limit)
+    )
+    found = list(session.execute(query))
+    records = _records(session, task_id, [(row[0], row[2]) for row in found if _value(row[3]) is None])
+    return [
+        Night(
+            run_id=run_id,
+            map_index=map_index,
+            run_after=run_after,
+            logical_date=logical_date,
+            ti_state=None if state is None else str(getattr(state, "value", state)),
+            result=RunResult.from_xcom(_value(result_value), records.get((dag_run_id, map_index))),
+        )
+        for dag_run_id, run_id, map_index, result_value, run_after, logical_date, state in found
+    ]
+
+
+def _records(session: Session, task_id: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+    """The run records of the nights ``keys`` (DAG run row id, map index) that have no result yet."""
+    if not keys:
+        return {}
+    query = select(XComModel.dag_run_id, XComModel.map_index, XComModel.value).where(
+        XComModel.dag_run_id.in_({run for run, _ in keys}),
+        XComModel.task_id == task_id,
+        XComModel.key == RUN_RECORD_KEY,
+    )
+    return {(run, index): _value(value) for run, index, value in session.execute(query)}

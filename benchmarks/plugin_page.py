@@ -1,0 +1,329 @@
+"""The "Load tests" view's server time with a year of history, beside Airflow's own list of DAG runs.
+
+A throwaway Airflow home (SQLite, migrated) gets ``--nights`` nights of ``loadtest_release_gate``: DAG
+runs, task instances and the XCom that ``RunScenarioOperator`` leaves (its run record and its
+``return_value`` with today's four gate rows; a few nights fail their gate). Then Airflow's own API app
+(the plugin mounted from its entry point, as the API server does; the simple auth manager, a viewer's
+JWT) answers, interleaved, round after round:
+
+- the DAG's tab (``/loadtest/dags/<dag>?nights=N``: every night as charts and a table),
+- the task's tab (``/loadtest/dags/<dag>/tasks/<task>?nights=N``),
+- the same history as JSON,
+- the baseline: Airflow's own ``GET /api/v2/dags/~/dagRuns?limit=100`` (a page of the same DAG's runs,
+  the only DAG here, through the same app, auth and database).
+
+Each figure is the median CPU time of one request inside the process (no network: what the API server
+spends on it), with its spread, and the wall time beside it (on a shared machine the wall time also
+counts the waits for a core: the load average is printed). The budget is the issue's: the task's tab
+with 365 nights under 200 ms on 2 cores. A breakdown of one task-tab answer (database, history and
+charts, template) follows.
+
+    .venv/bin/python benchmarks/plugin_page.py [--nights 365] [--rounds 15] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import airflow_env, spread, table  # noqa: E402
+
+DAG_ID = "loadtest_release_gate"
+TASK_ID = "run_load_test"
+BUDGET_MS = 200.0
+BASELINE = "baseline: Airflow's GET /api/v2/dags/~/dagRuns?limit=100"
+AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+
+
+def _gate(p95: float, baseline: float | None, errors: float) -> list[dict[str, Any]]:
+    """Today's gate rows (``GateRow.to_xcom()``) for a night."""
+
+    def row(metric: str, value: float, budget: str | None, base: float | None, bound: float | None) -> Any:
+        change = None if base is None else round((value - base) / base * 100, 2)
+        reasons = []
+        if budget and not eval(f"{value} {budget}"):  # noqa: S307 - our own literal conditions
+            reasons.append(f"budget {budget}")
+        if bound is not None and change is not None and change > bound:
+            reasons.append(f"more than {bound:g} % worse than the baseline")
+        return {
+            "metric": metric,
+            "value": value,
+            "passed": not reasons,
+            "budget": budget,
+            "baseline": base,
+            "change_pct": change,
+            "max_regression_pct": bound,
+            "reason": "; ".join(reasons) or None,
+        }
+
+    return [
+        row("RESPONSE_TIME_PERCENTILE_95", p95, "<= 1000", baseline, 10.0),
+        row("ERRORS_PERCENT", errors, "< 1", None, None),
+        row("HITS_SUCCESSFUL_PERCENT", 100 - errors, ">= 99", None, None),
+        row(
+            "RESPONSE_TIME_AVG",
+            round(p95 / 1.95, 1),
+            None,
+            None if baseline is None else baseline / 1.95,
+            10.0,
+        ),
+    ]
+
+
+def seed(nights: int) -> None:
+    """``nights`` nights of the release gate in this home's database, as the operator leaves them."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    rng = random.Random(7)  # noqa: S311 - seeded figures, not secrets
+    start = datetime(2026, 1, 1, 2, tzinfo=UTC)
+    runs, tis, values = [], [], {}
+    baseline: float | None = None
+    p95 = 468.0
+    for i in range(nights):
+        at = start + timedelta(days=i)
+        run_id = f"scheduled__{at.isoformat()}"
+        p95 = max(300.0, p95 + rng.gauss(0, 8) + (90 if i % 97 == 50 else 0))
+        gate = _gate(round(p95, 1), baseline, round(abs(rng.gauss(0.4, 0.1)), 2))
+        passed = all(r["passed"] for r in gate)
+        if passed:
+            baseline = gate[0]["value"]
+        state = "success" if passed else "failed"
+        runs.append(
+            {
+                "dag_id": DAG_ID,
+                "run_id": run_id,
+                "logical_date": at,
+                "run_after": at,
+                "data_interval_start": at - timedelta(days=1),
+                "data_interval_end": at,
+                "run_type": "scheduled",
+                "state": state,
+                "start_date": at,
+                "end_date": at + timedelta(minutes=40),
+            }
+        )
+        tis.append(
+            {
+                "dag_id": DAG_ID,
+                "task_id": TASK_ID,
+                "run_id": run_id,
+                "map_index": -1,
+                "state": state,
+                "try_number": 1,
+                "pool": "default_pool",
+                "pool_slots": 1,
+                "operator": "RunScenarioOperator",
+                "start_date": at,
+                "end_date": at + timedelta(minutes=40),
+            }
+        )
+        record = {
+            "scenario_id": "demo-scenario",
+            "report_id": f"report-{i}",
+            "bench_result_id": f"br-{i}",
+            "project_id": "demo-project",
+            "template_id": "tpl-1",
+            "workspace_id": "demo-workspace",
+            "test_name": f"release gate {at:%Y-%m-%d}",
+            "report_url": f"https://api.example/ui/workspace/w/project/p/analysis/report/report-{i}",
+            "started_at": at.timestamp(),
+        }
+        result = {
+            **record,
+            "state": "FINISHED",
+            "duration_s": 2400.0,
+            "alarms": [],
+            "metrics": {"RESPONSE_TIME_PERCENTILE_95": gate[0]["value"]},
+            "stopped": False,
+            "gate": gate,
+            "files": {},
+        }
+        values[run_id] = (record, result)
+    with create_session() as session:
+        # Core inserts (the tables' own column defaults apply): fast, and no ORM events of Airflow's
+        session.execute(DagBundleModel.__table__.insert(), [{"name": "bench"}])
+        dag = {"dag_id": DAG_ID, "bundle_name": "bench", "max_active_tasks": 16}
+        dag.update(max_consecutive_failed_dag_runs=0, has_task_concurrency_limits=False)
+        session.execute(DagModel.__table__.insert(), [dag])
+        session.execute(DagRun.__table__.insert(), runs)
+        session.execute(TaskInstance.__table__.insert(), tis)
+        ids = dict(session.execute(select(DagRun.run_id, DagRun.id).where(DagRun.dag_id == DAG_ID)).all())
+        xcoms = [
+            {
+                "dag_run_id": ids[run_id],
+                "task_id": TASK_ID,
+                "map_index": -1,
+                "key": key,
+                "dag_id": DAG_ID,
+                "run_id": run_id,
+                "value": value,  # stored as JSON, as the Task Execution API stores a task's XCom
+            }
+            for run_id, (record, result) in values.items()
+            for key, value in (("loadtest_run", record), ("return_value", result))
+        ]
+        session.execute(XComModel.__table__.insert(), xcoms)
+
+
+def measure(nights: int, rounds: int) -> dict[str, Any]:
+    """In the seeded home: every request, interleaved, ``rounds`` times; and one answer's breakdown."""
+    from airflow.api_fastapi.app import create_app, get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi.testclient import TestClient
+
+    seed(nights)
+    app = create_app()
+    token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="viewer", role="viewer"))
+    task = f"{DAG_ID}/tasks/{TASK_ID}?nights={nights}"
+    requests = {
+        f"ours: the DAG's tab, {nights} nights": f"/loadtest/dags/{DAG_ID}?nights={nights}",
+        f"ours: the task's tab, {nights} nights": f"/loadtest/dags/{task}",
+        f"ours: the history as JSON, {nights} nights": f"/loadtest/api/dags/{task}",
+        # ~: every readable DAG's runs (the one DAG here): the per-DAG route needs a serialized DAG
+        BASELINE: "/api/v2/dags/~/dagRuns?limit=100",
+    }
+    times: dict[str, list[float]] = {name: [] for name in requests}
+    cpu: dict[str, list[float]] = {name: [] for name in requests}
+    sizes: dict[str, int] = {}
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
+        for name, path in requests.items():  # warm: first answers build the template, the caches
+            answer = client.get(path)
+            assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+            sizes[name] = len(answer.content)
+        assert f"br-{nights - 1}" in client.get(requests[f"ours: the task's tab, {nights} nights"]).text
+        assert client.get(requests[BASELINE]).json()["total_entries"] == nights
+        for _ in range(rounds):
+            for name, path in requests.items():
+                began, began_cpu = time.perf_counter(), time.process_time()
+                client.get(path)
+                cpu[name].append((time.process_time() - began_cpu) * 1000)
+                times[name].append((time.perf_counter() - began) * 1000)
+    return {"times": times, "cpu": cpu, "sizes": sizes, "breakdown": breakdown(nights)}
+
+
+def breakdown(nights: int) -> dict[str, float]:
+    """Where one task-tab answer's CPU time goes (medians of 5, ms)."""
+    from airflow.utils.session import create_session
+
+    from airflow_provider_loadtest.plugins import store
+    from airflow_provider_loadtest.plugins.app import render_html
+    from airflow_provider_loadtest.plugins.history import build
+    from airflow_provider_loadtest.plugins.page import task_view
+
+    parts: dict[str, list[float]] = {
+        "database and XCom decoding": [],
+        "history and charts": [],
+        "template": [],
+    }
+    for _ in range(5):
+        t0 = time.process_time()
+        with create_session() as session:
+            rows = store.nights(session, DAG_ID, TASK_ID, nights)
+            total = store.count_nights(session, DAG_ID, TASK_ID)
+        t1 = time.process_time()
+        view = task_view(build(DAG_ID, TASK_ID, rows, total), "")
+        t2 = time.process_time()
+        render_html("/loadtest/static", 200, title="t", subject=DAG_ID, single=True, tasks=[view])
+        t3 = time.process_time()
+        for part, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            parts[part].append(seconds * 1000)
+    return {part: statistics.median(values) for part, values in parts.items()}
+
+
+def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
+    """The tables, and the figures for the budget: CPU time per answer (what the API server spends;
+    on a shared machine the wall time also holds the waits for a core), and the wall time beside it."""
+    times, cpu, sizes = result["times"], result["cpu"], result["sizes"]
+    baseline = statistics.median(cpu[BASELINE])
+    rows = [
+        [
+            name,
+            spread(cpu[name]),
+            f"{statistics.median(cpu[name]) / baseline:.2f}x",
+            spread(values),
+            f"{sizes[name] / 1024:.0f} KiB",
+        ]
+        for name, values in times.items()
+    ]
+    print(
+        table(
+            rows,
+            ["request", "CPU ms (median [min-max])", "CPU vs baseline", "wall ms", "answer size"],
+        )
+    )
+    print()
+    parts = result["breakdown"]
+    print(table([[part, f"{ms:.1f}"] for part, ms in parts.items()], ["one task-tab answer", "CPU ms"]))
+
+    def median_of(word: str, figures: dict[str, list[float]]) -> float:
+        return statistics.median(next(v for k, v in figures.items() if word in k))
+
+    task, task_wall = median_of("task's tab", cpu), median_of("task's tab", times)
+    load = os.getloadavg()[0]
+    print(
+        f"\nThe task's tab with {nights} nights: {task:.1f} ms of CPU, {task_wall:.1f} ms wall "
+        f"(budget < {BUDGET_MS:g} ms): {'met' if task < BUDGET_MS else 'NOT met'}; "
+        f"{os.cpu_count()} CPU(s), load average {load:.1f} while measured."
+    )
+    return {
+        "nights": nights,
+        "task_ms": task,
+        "task_wall_ms": task_wall,
+        "dag_tab_ms": median_of("DAG's tab", cpu),
+        "json_ms": median_of("JSON", cpu),
+        "baseline_ms": baseline,
+        "breakdown_ms": parts,
+        "budget_ms": BUDGET_MS,
+        "load_average": load,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nights", type=int, default=365)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # in the seeded home: measure
+    args = parser.parse_args()
+    if args.child:
+        args.child.write_text(json.dumps(measure(args.nights, args.rounds)))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="loadtest-bench-plugin-") as scratch:
+        env = airflow_env(Path(scratch) / "home")
+        env.update(
+            AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="viewer:viewer",
+            AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="False",
+            AIRFLOW__LOGGING__LOGGING_LEVEL="WARNING",
+        )
+        subprocess.run([AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+        out = Path(scratch) / "result.json"
+        argv = [sys.executable, __file__, "--nights", str(args.nights), "--rounds", str(args.rounds)]
+        subprocess.run([*argv, "--child", str(out)], env=env, check=True, timeout=1800)
+        figures = report(args.nights, json.loads(out.read_text()))
+    if args.json:
+        args.json.write_text(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
