@@ -290,6 +290,8 @@ def jtl_rows(results: Any) -> list[list[str]]:
         row("JTL reader: peak RSS, two sizes (interpreter included)", "<= 100 MiB", memory),
         row("JTL reader: CPU time over pandas `read_csv` + `groupby` quantiles", "<= 2x", speed),
     ]
+
+
 def plugin_page_rows(result: Any) -> list[list[str]]:
     def page() -> list[str]:
         return [
