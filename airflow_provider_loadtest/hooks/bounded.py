@@ -18,6 +18,7 @@ a third of a small call's CPU.
 from __future__ import annotations
 
 import contextlib
+import email.errors
 import heapq
 import http.client
 import itertools
@@ -170,6 +171,10 @@ class _LineSeen:
         return getattr(self.fp, name)
 
 
+_MULTIPART_DEFECTS = (
+    email.errors.StartBoundaryNotFoundDefect,
+    email.errors.MultipartInvariantViolationDefect,
+)
 #: A status line, a chunk size line and a Content-Length as RFC 9112 writes them: digits, nothing else.
 _STATUS_LINE = re.compile(rb"HTTP/[0-9]\.[0-9] [0-9]{3}(?: [^\r\n]*)?\r?\n")
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+[ \t]*(?:;[^\r\n]*)?\r?\n")
@@ -193,6 +198,12 @@ class StrictAnswer(http.client.HTTPResponse):
 
     def begin(self) -> None:
         super().begin()
+        # A header line without a colon ends http.client's headers there (the rest, a Content-Length
+        # maybe, goes unread); urllib3 only logs it. The same multipart defects are ignored as there.
+        defects = [d for d in self.msg.defects if not isinstance(d, _MULTIPART_DEFECTS)]
+        if defects:
+            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+            raise http.client.HTTPException(f"the answer's headers are malformed ({defects[0]!r:.60})")
         lengths = [v for value in self.msg.get_all("Content-Length") or [] for v in value.split(",")]
         if lengths and (not all(_LENGTH.fullmatch(v) for v in lengths) or len({int(v) for v in lengths}) > 1):
             self._close_conn()  # type: ignore[attr-defined]  # http.client's own

@@ -27,6 +27,7 @@ from tests.unit.wire import (
     Proxy,
     Server,
     call,
+    calls,
     certificate,
     close_after,
     hold,
@@ -55,28 +56,8 @@ def state(client: str, server: Server, **kw: Any) -> str:
 @pytest.mark.parametrize("client", CLIENTS)
 def test_keep_alive_answers_share_one_connection(client: str) -> None:
     with Server([ok(), ok()]).running() as server:
-        if client == "sync":
-            from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
-            from tests.unit.wire import settings
-
-            hook = LoadTestHook()
-            hook.__dict__["settings"] = settings(server.url)
-            assert hook.get_bench_result("br-1").state == hook.get_bench_result("br-1").state == "RUNNING"
-        else:
-            import asyncio
-
-            from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
-            from tests.unit.wire import settings
-
-            async def twice() -> None:
-                async with (
-                    AsyncLoadTestClient(settings(server.url)) as first,
-                    AsyncLoadTestClient(settings(server.url)) as second,  # another wait
-                ):
-                    assert (await first.call(STATE)).state == (await second.call(STATE)).state
-
-            asyncio.run(twice())
-        assert server.connections == 1
+        assert [answer.state for answer in calls(client, server.url, [STATE, STATE])] == ["RUNNING"] * 2
+    assert server.connections == 1
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -120,6 +101,7 @@ def test_framings_and_codings_are_read(client: str, answer: Any) -> None:
         (b"HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\n[]", ""),
         (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n" + JSON, ""),
         (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc", ""),
+        (b"HTTP/1.1 200 OK\r\nbroken header line\r\nContent-Length: %d\r\n\r\n%s" % (len(JSON), JSON), ""),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", ""),
         (hold(b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 70_000), ""),
         (ok(b"not gzip at all", b"Content-Encoding: gzip"), "does not decompress"),
@@ -134,6 +116,7 @@ def test_framings_and_codings_are_read(client: str, answer: Any) -> None:
         "bad-status",
         "bad-length",
         "two-lengths",
+        "bad-header",
         "bad-chunk-size",
         "endless-headers",
         "corrupt-gzip",
@@ -145,6 +128,14 @@ def test_a_broken_answer_is_the_calls_error(client: str, answer: Any, said: str)
     with Server([answer]).running() as server, pytest.raises(LoadTestApiError, match=said or None) as raised:
         call(client, server.url, STATE)
     assert "br-1" in str(raised.value)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_idle_connection_the_server_closed_is_not_reused(client: str) -> None:
+    with Server([close_after(ok()), ok()]).running() as server:  # ok(), then it hangs up
+        answers = calls(client, server.url, [STATE, STATE], pause_s=0.2)  # a new connection, no error
+        assert [answer.state for answer in answers] == ["RUNNING"] * 2
+    assert server.connections == 2
 
 
 # --- issue 19's holes -------------------------------------------------------------------------------
@@ -161,9 +152,12 @@ def test_a_broken_answer_is_the_calls_error(client: str, answer: Any, said: str)
         ok(status=b"0200 OK"),
         JSON.join([b"HTTP/1.1 200 OK\r\nContent-Length: +%d\r\n\r\n" % len(JSON), b""]),
         JSON.join([b"HTTP/1.1 200 OK\r\nContent-Length: 0_%d\r\n\r\n" % len(JSON), b""]),
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\n[]\r\n0\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\n[]\r\n0\r\n\r\n",
-        close_after(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunkedx\r\n\r\n2\r\n[]\r\n0\r\n\r\n"),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+%x\r\n%s\r\n0\r\n\r\n" % (len(JSON), JSON),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x%x\r\n%s\r\n0\r\n\r\n" % (len(JSON), JSON),
+        close_after(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunkedx\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+            % (len(JSON), JSON)
+        ),
     ],
     ids=[
         "status+99",
@@ -182,8 +176,9 @@ def test_hole_strict_numbers_in_status_lines_and_framing(client: str, answer: An
     """A status, a length or a chunk size that is not plain digits is not an answer (the hand-made
     client took ``+99`` and ``-10`` for successes, ``+5`` and ``0_5`` for lengths, and any
     ``Transfer-Encoding`` containing "chunked" for chunked; http.client and urllib3 take ``+200``,
-    ``2_00``, ``+5``, ``0_5``, ``+2`` and ``0x2`` as numbers). ``xchunkedx`` is not chunked: the body
-    is read to the connection's end, and is not JSON."""
+    ``2_00``, ``+5``, ``0_5``, ``+2`` and ``0x2`` as numbers). Each answer here would read as a valid
+    run state if its numbers were taken. ``xchunkedx`` is not chunked: the body is read to the
+    connection's end, chunk sizes and all, and is not JSON."""
     with Server([answer]).running() as server, pytest.raises(LoadTestApiError):
         call(client, server.url, STATE)
 
@@ -288,7 +283,7 @@ def test_fail_closed_an_answer_cut_mid_headers_is_never_no_alarms(client: str) -
     [
         (ALARMS, b"", "empty body"),
         (ALARMS, b"null", "expected a list of alarms, got null"),
-        (ALARMS, b'{"alarms": []}', "expected a list of alarms, got dict"),
+        (ALARMS, b'{"alarms": []}', "expected shape"),
         (endpoints.get_global_metrics("br-1"), b"", "empty body"),
         (endpoints.get_global_metrics("br-1"), b"[]", "expected an object of metrics"),
         (endpoints.summary_metric_values("br-1", [{"id": "HITS"}]), b"", "empty body"),

@@ -274,19 +274,43 @@ def call(
     client: str, base_url: str, request: ApiRequest[Any], retry: RetryPolicy = ONE_TRY, **kw: Any
 ) -> Any:
     """``request`` sent by one of the two clients (``"sync"``: the hook, ``"async"``: the triggerer's)."""
+    (answer,) = calls(client, base_url, [request], retry=retry, **kw)
+    return answer
+
+
+def calls(
+    client: str,
+    base_url: str,
+    requests: list[ApiRequest[Any]],
+    retry: RetryPolicy = ONE_TRY,
+    pause_s: float = 0.0,
+    **kw: Any,
+) -> list[Any]:
+    """``requests`` sent one after the other by one hook, or by the waits of one event loop (each its
+    own ``AsyncLoadTestClient``, sharing the loop's session), ``pause_s`` apart."""
     connection = settings(base_url, **kw)
     if client == "sync":
         hook = LoadTestHook()
         hook.__dict__["settings"] = connection  # the connection as the hook would have read it
         hook.retry_policy = retry  # type: ignore[misc]
+        answers = []
         try:
-            return hook.call(request)
+            for request in requests:
+                answers.append(hook.call(request))
+                threading.Event().wait(pause_s)
         finally:
             hook.close()
+        return answers
 
-    async def go() -> Any:
-        async with AsyncLoadTestClient(connection, retry_policy=retry) as triggerer:
-            return await triggerer.call(request)
+    async def go() -> list[Any]:
+        answers = []
+        async with contextlib.AsyncExitStack() as waits:
+            for request in requests:
+                wait = AsyncLoadTestClient(connection, retry_policy=retry)
+                triggerer = await waits.enter_async_context(wait)
+                answers.append(await triggerer.call(request))
+                await asyncio.sleep(pause_s)
+        return answers
 
     return asyncio.run(asyncio.wait_for(go(), 30))
 
