@@ -1,6 +1,15 @@
 """When to try a call again, and how long to wait first.
 
 Pure arithmetic shared by the sync hook and the async trigger client, so both back off the same way.
+
+Checked against tenacity (in Airflow's own dependencies): what it would do here is count the tries and
+sleep, a dozen lines of ``Attempts``. What this module is for, it leaves to callbacks: which failures a
+resend is safe after (a start only when the connection never opened), ``Retry-After``, the total-wait
+bound, the watch deadline clipping both each back-off and each try's own time budget (``budget``, which
+tenacity has no notion of), and the error text saying why a call was not sent again. Expressed as
+tenacity's ``stop``/``wait``/``retry``/``before_sleep`` callbacks, with answers to retry turned into
+exceptions and the last one turned back into the call's error, the same rules took as many lines in
+two loops (sync and async) instead of one class: kept by hand.
 """
 
 from __future__ import annotations
