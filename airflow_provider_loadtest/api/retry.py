@@ -8,7 +8,7 @@ resend is safe after (a start only when the connection never opened), ``Retry-Af
 bound, the watch deadline clipping both each back-off and each try's own time budget (``budget``, which
 tenacity has no notion of), and the error text saying why a call was not sent again. Expressed as
 tenacity's ``stop``/``wait``/``retry``/``before_sleep`` callbacks, with answers to retry turned into
-exceptions and the last one turned back into the call's error, the same rules took as many lines in
+exceptions and the last one turned back into the call's error, the same rules would take as many lines in
 two loops (sync and async) instead of one class: kept by hand.
 """
 
