@@ -149,3 +149,15 @@ def test_one_tls_context_per_ca_bundle_and_process(tmp_path: Any) -> None:
     ca = certificate(tmp_path).ca_file
     assert transport.ssl_context(ca) is transport.ssl_context(ca)
     assert transport.ssl_context(True) is True and transport.ssl_context(False) is False  # aiohttp's own
+
+
+def test_urls_keep_the_base_urls_path_prefix_and_the_quoted_path() -> None:
+    on_premise = dataclasses.replace(SETTINGS, base_url="https://onprem.example.test:8443/api")
+
+    async def scenario() -> None:
+        async with AsyncLoadTestClient(on_premise) as client:
+            assert isinstance(client._channel, transport.Channel)
+            url = client._channel.url("/runtime/bench-results/br%2F1")  # quoted by api.endpoints
+            assert str(url) == "https://onprem.example.test:8443/api/runtime/bench-results/br%2F1"
+
+    asyncio.run(scenario())
