@@ -119,7 +119,7 @@ class Channel:
     users: int = 0
     closed: bool = False
     session: aiohttp.ClientSession = field(init=False, repr=False)
-    proxy: URL | None = field(init=False, default=None)
+    proxy: URL | None = field(init=False, default=None, repr=False)  # may hold the proxy's password
     _base: URL = field(init=False, repr=False)
     _timeouts: dict[float, aiohttp.ClientTimeout] = field(default_factory=dict, repr=False)
 
