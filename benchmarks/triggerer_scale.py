@@ -2,17 +2,20 @@
 
 For each number of waits, a fresh process runs that many real ``LoadTestRunTrigger.run()`` generators
 against simulators in other processes (runs that last an hour, so every wait keeps polling), and
-reports, once every wait has polled: resident memory per wait, sockets per wait, CPU per poll, and
-poll lateness (how late a poll wakes after its pause, p50/p99). Beside it, in the same run and
-interleaved, the pattern many providers use: a new HTTP client for every poll.
+reports, once every wait has polled: the CPU the process used as a share of one core (what a
+deployment feels: the budget is 1,000 waits at a 10 s interval), CPU per poll, resident memory per
+wait, sockets per wait, and poll lateness (how late a poll wakes after its pause, p50/p99). Beside it,
+in the same run and interleaved size by size, the pattern many providers use (a new HTTP client for
+every poll) and, with ``--before PATH``, the same trigger from another checkout of this repository
+(``git worktree add /tmp/before <commit>``): the figures before and after a change, in one run.
 
-CPU per poll is all the CPU of the measuring process (event loop, GC, every layer) over the polls it
-made. The simulators' own CPU is shown too (busy simulators would make polls late and flatter the
-CPU figure): add ``--simulators`` when it nears 100 %. ``--json`` writes one object per measured
-row (the keys of the table, plus ``simulators``, ``interval_s``, ``sim_cpu_pct``, ``load_1m``).
+The CPU is all the CPU of the measuring process (event loop, GC, every layer) over the measured
+window. The simulators' own CPU is shown too (busy simulators would make polls late and flatter the
+CPU figure): add ``--simulators`` when it nears 100 %. ``--json`` writes one object per measured row
+(the keys of the table, plus ``simulators``, ``interval_s``, ``sim_cpu_pct``, ``load_1m``).
 
     .venv/bin/python benchmarks/triggerer_scale.py [--waits 100 1000 2000] [--interval 10]
-        [--simulators 2] [--json out.json]
+        [--simulators 2] [--before /tmp/before] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import open_sockets, percentile, rss_kib, simulators, table
 
-VARIANTS = ("ours: LoadTestRunTrigger", "baseline: a new client per poll")
+OURS = "ours: LoadTestRunTrigger"
+BEFORE = "before: LoadTestRunTrigger at "
+BASELINE = "baseline: a new client per poll"
 
 
 def start_runs(urls_keys: list[tuple[str, str]], count: int) -> list[tuple[int, str]]:
@@ -59,6 +64,9 @@ def start_runs(urls_keys: list[tuple[str, str]], count: int) -> list[tuple[int, 
 
 async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one measurement, read top to bottom)
     import httpx
+
+    if spec.get("package_root"):  # the "before" variant: the package of another checkout
+        sys.path.insert(0, spec["package_root"])
 
     from airflow_provider_loadtest.hooks import async_client
     from airflow_provider_loadtest.hooks.settings import ConnectionSettings
@@ -113,7 +121,7 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one 
                 answer.json()
             await timed_sleep(interval)
 
-    make = ours if spec["variant"].startswith("ours") else client_per_poll
+    make = client_per_poll if spec["variant"] == BASELINE else ours
     if make is ours:
         # Warm up the imports (client, models) with one call: a wait's first poll may come only
         # after its share of the interval (``first_poll_delay``), too late for the warm-up below.
@@ -145,8 +153,12 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one 
     await asyncio.gather(*tasks, return_exceptions=True)
     waits = len(spec["runs"]) - 1
     expected = waits * wall / interval
+    import airflow_provider_loadtest
+
     return {
         "waits": waits,
+        "package": str(Path(airflow_provider_loadtest.__file__).parents[1]),
+        "cpu_core_pct": 100.0 * cpu / wall,
         "rss_per_wait_kib": (rss_after - rss_before) / waits,
         "sockets_per_wait": (sockets_after - sockets_before) / waits,
         "cpu_per_poll_ms": 1000.0 * cpu / polls_made if polls_made else float("nan"),
@@ -156,6 +168,16 @@ async def _child(spec: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0915 (one 
         "ended": len(ended),
         "first_end": ended[0] if ended else None,
     }
+
+
+def _commit(checkout: Path) -> str:
+    """The short commit of a checkout, to name its variant."""
+    return subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -194,6 +216,9 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=10.0, help="check_interval of every wait (s)")
     parser.add_argument("--simulators", type=int, default=2)
     parser.add_argument("--baseline-max", type=int, default=1000, help="skip the baseline above this")
+    parser.add_argument(
+        "--before", type=Path, help="also measure the trigger of this checkout (another commit's worktree)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -205,12 +230,17 @@ def main() -> None:
         urls_keys = [(s.url, s.api_key) for s in sims]
         sim_pids = [s.process.pid for s in sims]
         runs = start_runs(urls_keys, max(args.waits) + 1)
+        variants: list[tuple[str, str | None]] = [(OURS, None)]
+        if args.before:
+            variants.append((BEFORE + _commit(args.before), str(args.before.resolve())))
+        variants.append((BASELINE, None))
         for waits in args.waits:
-            for variant in VARIANTS:
-                if variant.startswith("baseline") and waits > args.baseline_max:
+            for variant, package_root in variants:
+                if variant == BASELINE and waits > args.baseline_max:
                     continue
                 spec = {
                     "variant": variant,
+                    "package_root": package_root,
                     "interval": args.interval,
                     "simulators": urls_keys,
                     "runs": runs[: waits + 1],
@@ -223,9 +253,10 @@ def main() -> None:
         [
             r["variant"],
             str(r["waits"]),
+            f"{r['cpu_core_pct']:.1f} %",
+            f"{r['cpu_per_poll_ms']:.3f}",
             f"{r['rss_per_wait_kib']:.1f}",
             f"{r['sockets_per_wait']:.2f}",
-            f"{r['cpu_per_poll_ms']:.3f}",
             f"{r['polls_made_pct']:.0f} %",
             f"{r['late_p50_s']:.3f}",
             f"{r['late_p99_s']:.3f}",
@@ -243,9 +274,10 @@ def main() -> None:
             [
                 "variant",
                 "waits",
+                "CPU % of one core",
+                "CPU ms/poll",
                 "RSS KiB/wait",
                 "sockets/wait",
-                "CPU ms/poll",
                 "polls made",
                 "late p50 s",
                 "late p99 s",

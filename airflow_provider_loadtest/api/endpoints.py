@@ -11,7 +11,8 @@ import gc
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -132,15 +133,72 @@ MAX_ANSWER_BYTES = 32 * 2**20
 MAX_DOWNLOAD_BYTES = 2 * 2**30
 
 
+#: Content codings the clients ask for (``Accept-Encoding``) and undo themselves, bounded (``AnswerBody``).
+ACCEPT_ENCODING = "gzip, deflate"
+#: Compressed input handed to zlib at a time, and the most it may inflate to in one step: the size bound
+#: is checked between steps, so a small compressed answer cannot expand past it in one go.
+_INFLATE_STEP = 64 * 2**10
+
+
+class _Inflater:
+    """Undoes a ``gzip`` or ``deflate`` content coding in bounded steps (zlib does the inflating).
+
+    Neither client lets its HTTP library decompress: urllib3 before 2.6 and aiohttp before 3.13.3 (both
+    newer than the Airflow floor's day) inflate a whole network read at once, so a 1 MB answer could
+    grow by hundreds of MiB before any size check ran. Here no step yields more than ``_INFLATE_STEP``.
+    """
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        # gzip, or deflate as a zlib stream (what servers send); raw deflate is tried if that fails.
+        self._wbits = zlib.MAX_WBITS | 32
+        self._zlib = zlib.decompressobj(wbits=self._wbits)
+        self._started = False
+
+    def steps(self, data: bytes) -> Iterator[bytes]:
+        """The inflated bytes of ``data``, at most ``_INFLATE_STEP`` at a time."""
+        try:
+            while data:
+                out = self._zlib.decompress(data, _INFLATE_STEP)
+                self._started = True
+                data = self._zlib.unconsumed_tail
+                if self._zlib.eof and self._zlib.unused_data:  # another gzip member follows
+                    data = self._zlib.unused_data + data
+                    self._zlib = zlib.decompressobj(wbits=self._wbits)
+                if out:
+                    yield out
+        except zlib.error as exc:
+            if self.coding == "deflate" and not self._started and self._wbits > 0:
+                self._wbits = -zlib.MAX_WBITS  # a raw deflate stream (some servers send it so)
+                self._zlib = zlib.decompressobj(wbits=self._wbits)
+                yield from self.steps(data)
+                return
+            raise ValueError(f"its {self.coding} content does not decompress ({exc})") from None
+
+    def end(self) -> bytes:
+        """What zlib still holds; an error when the compressed stream stopped before its end."""
+        tail = self._zlib.flush()
+        if not self._zlib.eof:
+            raise ValueError(f"its {self.coding} content ends before the end of the compressed stream")
+        return tail
+
+
 class AnswerBody:
     """The bytes of one answer as the transport reads them, refused once over ``MAX_ANSWER_BYTES``.
 
     Both transports read answers in chunks through this, so an oversized answer stops early (the
-    connection is then closed) instead of being read whole.
+    connection is then closed) instead of being read whole. A ``gzip`` or ``deflate`` answer
+    (``coding``: its ``Content-Encoding``) is inflated here, in bounded steps, so the bound holds on
+    the inflated size as it grows; a coding that was not asked for is refused.
     """
 
     def __init__(
-        self, request: ApiRequest[Any], status: int, limit: int | None = None, sink: BinaryIO | None = None
+        self,
+        request: ApiRequest[Any],
+        status: int,
+        limit: int | None = None,
+        sink: BinaryIO | None = None,
+        coding: str | None = None,
     ) -> None:
         self.request = request
         self.status = status
@@ -152,10 +210,34 @@ class AnswerBody:
         if self.sink is not None:
             self.sink.seek(0)
             self.sink.truncate()
+        self._inflater = self._inflater_for(coding)
+
+    def _inflater_for(self, coding: str | None) -> _Inflater | None:
+        name = (coding or "").strip().lower()
+        if name in ("", "identity"):
+            return None
+        if name in ("gzip", "x-gzip", "deflate"):
+            return _Inflater("deflate" if name == "deflate" else "gzip")
+        raise self.request.error(
+            self.status,
+            f"the answer is encoded as {coding!r}, which was not asked for "
+            f"(Accept-Encoding: {ACCEPT_ENCODING})",
+        )
 
     def add(self, chunk: bytes) -> None:
-        """Take one chunk; raises the call's error when the answer grows past the limit."""
-        self.size += len(chunk)
+        """Take one chunk as it arrived; raises the call's error when the answer grows past the limit
+        (inflated size, for a compressed answer) or does not decompress."""
+        if self._inflater is None:
+            self._take(chunk)
+            return
+        try:
+            for step in self._inflater.steps(chunk):
+                self._take(step)
+        except ValueError as exc:
+            raise self.request.error(self.status, f"the answer is unreadable: {exc}") from None
+
+    def _take(self, data: bytes) -> None:
+        self.size += len(data)
         if self.limit is not None and self.size > self.limit:
             raise self.request.error(
                 self.status,
@@ -163,12 +245,23 @@ class AnswerBody:
                 "it was not read further (is the host the API base URL?)",
             )
         if self.sink is not None:
-            self.sink.write(chunk)
+            self.sink.write(data)
         else:
-            self._chunks.append(chunk)
+            self._chunks.append(data)
+
+    def finish(self) -> None:
+        """The answer's last byte arrived: what the inflater still holds, or the error of a compressed
+        stream cut short (an answer cut short is never read as a shorter one)."""
+        if self._inflater is not None:
+            inflater, self._inflater = self._inflater, None
+            try:
+                self._take(inflater.end())
+            except ValueError as exc:
+                raise self.request.error(self.status, f"the answer is unreadable: {exc}") from None
 
     @property
     def content(self) -> bytes:
+        self.finish()
         return b"".join(self._chunks)
 
 
@@ -470,13 +563,21 @@ def get_global_metrics(bench_result_id: str) -> ApiRequest[GlobalMetrics]:
         operation="Read the global metrics of run " + repr(bench_result_id),
         method="GET",
         path=f"/analysis/metrics/global/{_segment('bench_result_id', bench_result_id)}",
-        # An object is read as it is (``{}``: no metrics); an empty body, ``null`` or ``[]``: no metrics.
-        parse=lambda document: GlobalMetrics.from_api(
-            document if isinstance(document, dict) else document or {"metrics": []}
-        ),
+        # An object is read as it is (``{}``: no metrics). Anything else (an empty body, ``null``, a
+        # list) is not this answer, and is never read as "no metrics".
+        parse=_global_metrics,
         parse_json=GlobalMetrics.read_json,
-        empty_answer_note="no metrics yet",
     )
+
+
+def _global_metrics(document: Any) -> GlobalMetrics:
+    if not isinstance(document, dict):
+        raise ValueError(f"expected an object of metrics, got {_kind_of(document)}")
+    return GlobalMetrics.from_api(document)
+
+
+def _kind_of(document: Any) -> str:
+    return "null" if document is None else type(document).__name__
 
 
 def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm]]:
@@ -505,10 +606,18 @@ def get_threshold_alarms(bench_result_id: str) -> ApiRequest[list[ThresholdAlarm
         method="POST",
         path="/analysis/threshold-alarms",
         json_body=item.to_api(),
-        parse=lambda document: ThresholdAlarmListAdapter.validate_python(document or []),
+        parse=_alarms,
         parse_json=ThresholdAlarmListAdapter.read_json,
-        empty_answer_note="no alarms",
     )
+
+
+def _alarms(document: Any) -> list[ThresholdAlarm]:
+    """A list of alarms, and nothing else: an empty body, ``null`` or an object is never "no alarms"
+    (a gate would pass a run the service flagged)."""
+    if not isinstance(document, list):
+        raise ValueError(f"expected a list of alarms, got {_kind_of(document)}")
+    alarms: list[ThresholdAlarm] = ThresholdAlarmListAdapter.validate_python(document)
+    return alarms
 
 
 def summary_metric_values(
@@ -516,8 +625,9 @@ def summary_metric_values(
 ) -> ApiRequest[list[float | None]]:
     """``POST /analysis/metrics/summary`` with a ``SummaryReportItem``: one value per metric, in order.
 
-    A read despite the verb, so retried like one. An empty answer (values not computed yet) reads as
-    no values; a value that is not a number reads as missing rather than failing the whole call.
+    A read despite the verb, so retried like one. A value that is not a number reads as missing rather
+    than failing the whole call; an answer that is not a list (an empty body, ``null``) is an error,
+    never "no values".
     """
     validate_path_id("bench_result_id", bench_result_id)
     item = SummaryReportItem.from_api(
@@ -530,7 +640,6 @@ def summary_metric_values(
         json_body=item.to_api(),
         parse=_summary_values,
         parse_json=_summary_values_json,
-        empty_answer_note="no values yet",
     )
 
 
@@ -545,10 +654,8 @@ def _summary_values_json(body: bytes) -> list[float | None]:
 
 
 def _summary_values(document: Any) -> list[float | None]:
-    if document is None:
-        return []
     if not isinstance(document, list):
-        raise ValueError(f"expected a list of numbers, got {type(document).__name__}")
+        raise ValueError(f"expected a list of numbers, got {_kind_of(document)}")
     return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in document]
 
 

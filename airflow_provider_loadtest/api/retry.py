@@ -1,6 +1,15 @@
 """When to try a call again, and how long to wait first.
 
 Pure arithmetic shared by the sync hook and the async trigger client, so both back off the same way.
+
+Checked against tenacity (in Airflow's own dependencies): what it would do here is count the tries and
+sleep, a dozen lines of ``Attempts``. What this module is for, it leaves to callbacks: which failures a
+resend is safe after (a start only when the connection never opened), ``Retry-After``, the total-wait
+bound, the watch deadline clipping both each back-off and each try's own time budget (``budget``, which
+tenacity has no notion of), and the error text saying why a call was not sent again. Expressed as
+tenacity's ``stop``/``wait``/``retry``/``before_sleep`` callbacks, with answers to retry turned into
+exceptions and the last one turned back into the call's error, the same rules would take as many lines in
+two loops (sync and async) instead of one class: kept by hand.
 """
 
 from __future__ import annotations
@@ -24,6 +33,18 @@ RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 def _now() -> float:
     """Epoch seconds; an indirection so tests can move the clock of every call's tries."""
     return time.time()
+
+
+class NoAnswer(Exception):
+    """A try that got no HTTP answer, as a transport describes it: what happened (key-free, naming the
+    URL), whether the request provably never left (``never_opened``) and whether no retry can change
+    it (``final``). Both clients turn their HTTP library's errors into this, so both retry alike."""
+
+    def __init__(self, failure: str, *, never_opened: bool = False, final: bool = False) -> None:
+        super().__init__(failure)
+        self.failure = failure
+        self.never_opened = never_opened
+        self.final = final
 
 
 #: The least time one try of a call gets even at its deadline, so a last poll can still read the state.
@@ -104,10 +125,12 @@ class RetryPolicy:
         return delay if self.allows(attempt, waited_s, delay) else None
 
 
-def transport_failure_detail(failure: str, attempts: int, safe: bool) -> str:
+def transport_failure_detail(failure: str, attempts: int, safe: bool, *, final: bool = False) -> str:
     """The error text for a call that got no HTTP answer, saying why it was not sent again."""
     detail = f"{failure} after {attempts} attempt(s)"
-    if not safe:
+    if final:
+        detail += "; not tried again: no retry can change this"
+    elif not safe:
         detail += (
             "; the request may have reached the service, so it was not sent again "
             "(check the service for a run started now before retrying)"
@@ -170,17 +193,23 @@ class Attempts:
             ) from None
         return min(cap_s, max(left, MIN_TRY_S))
 
-    def after_no_answer(self, failure: str, *, never_opened: bool) -> float:
+    def after_no_answer(self, failure: str, *, never_opened: bool, final: bool = False) -> float:
         """Seconds to wait after a try that got no HTTP answer; raises the call's error on giving up.
 
         ``never_opened`` (refused, DNS, connect timeout) proves the service never saw the request,
-        which makes even a costly call safe to send again.
+        which makes even a costly call safe to send again. ``final`` failures (a TLS handshake or a
+        certificate refused, a malformed URL or proxy setting) fail at once: every retry would fail
+        the same way, and the message already names the fix.
         """
         safe = self.request.may_resend(never_opened=never_opened)
-        delay = self.policy.next_delay(safe=safe, attempt=self.attempt, waited_s=self.waited_s)
+        delay = (
+            None if final else self.policy.next_delay(safe=safe, attempt=self.attempt, waited_s=self.waited_s)
+        )
         if delay is None:
             raise self.request.error(
-                None, transport_failure_detail(failure, self.attempt, safe), reached_service=not never_opened
+                None,
+                transport_failure_detail(failure, self.attempt, safe, final=final),
+                reached_service=not never_opened,
             ) from None
         return self._again(failure, delay)
 
@@ -194,6 +223,10 @@ class Attempts:
             retry_after=retry_after,
         )
         return None if delay is None else self._again(f"HTTP {status}", delay)
+
+    def after(self, failure: NoAnswer) -> float:
+        """``after_no_answer`` for a failure a transport described as a :class:`NoAnswer`."""
+        return self.after_no_answer(failure.failure, never_opened=failure.never_opened, final=failure.final)
 
     def _again(self, failure: str, delay: float) -> float:
         deadline = self.request.deadline

@@ -90,28 +90,22 @@ def saved_file(
 
 
 def _gunzip(name: str, content: bytes, limit: int) -> bytes:
-    """Every gzip member of ``content``, inflated in steps so that the size bound holds on the way."""
+    """Every gzip member of ``content``, read in steps so that the size bound holds on the way
+    (``gzip.GzipFile`` inflates no more than a read asks for, and reads every member and zero padding)."""
+    import gzip
+    import io
     import zlib
 
     out = bytearray()
-    rest = content
     try:
-        while rest.startswith(GZIP_MAGIC):  # a .gz file may hold several members, one after another
-            inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
-            pending = rest
-            while not inflater.eof:
-                out += inflater.decompress(pending, _INFLATE_STEP)
-                pending = inflater.unconsumed_tail
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
+            while step := stream.read(_INFLATE_STEP):
+                out += step
                 if len(out) > limit:
                     raise ValueError(
                         f"{name} expands past {limit // 2**20} MiB once decompressed; "
                         "decompress=False keeps it as is"
                     )
-                if not pending and not inflater.eof:
-                    raise EOFError("the stream ends before its last block")
-            rest = inflater.unused_data
-        if rest.strip(b"\0"):  # zero padding after the last member is allowed, as gzip's reader does
-            raise OSError("data after the last gzip member is not gzip")
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"{name} is not a valid gzip file ({exc}); decompress=False keeps it as is") from exc
     return bytes(out)

@@ -1,4 +1,4 @@
-"""A wall-clock bound on a whole ``requests`` call, not only on each read.
+"""A wall-clock bound on a whole ``requests`` call, not only on each read; strict answers.
 
 ``requests`` only has per-read timeouts: a server (or a proxy) sending one byte a second keeps each
 read short and the call alive for ever, through the headers as well as the body. ``Watchdog`` arms a
@@ -6,6 +6,9 @@ deadline for the call's budget; the session's connections report themselves to t
 when they send a request, and when the deadline passes their sockets are shut down, so the blocked
 read returns at once and ``requests`` raises. The caller then asks ``Watchdog.fired`` to tell this
 apart from a real connection failure.
+
+The same connections read answers with :class:`StrictAnswer`: ``http.client`` with its numbers
+checked (no ``+200`` status, no ``0_5`` length, no ``0x2`` chunk size).
 
 One reaper thread per process watches every deadline (a heap; woken only when a new deadline comes
 before the one it sleeps towards): a ``threading.Timer`` per call started a thread per request, about
@@ -15,10 +18,13 @@ a third of a small call's CPU.
 from __future__ import annotations
 
 import contextlib
+import email.errors
 import heapq
+import http.client
 import itertools
 import math
 import os
+import re
 import socket
 import threading
 import time
@@ -150,8 +156,80 @@ def _track(sock: socket.socket | None) -> None:
         watchdog.track(sock)
 
 
+class _LineSeen:
+    """An answer's ``fp`` for one ``readline``: keeps the line ``http.client`` reads, to check it."""
+
+    def __init__(self, fp: Any) -> None:
+        self.fp = fp
+        self.line = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        self.line = self.fp.readline(limit)
+        return self.line
+
+    def __getattr__(self, name: str) -> Any:  # close() and the rest: the file's own
+        return getattr(self.fp, name)
+
+
+_MULTIPART_DEFECTS = (
+    email.errors.StartBoundaryNotFoundDefect,
+    email.errors.MultipartInvariantViolationDefect,
+)
+#: A status line, a chunk size line and a Content-Length as RFC 9112 writes them: digits, nothing else.
+_STATUS_LINE = re.compile(rb"HTTP/[0-9]\.[0-9] [0-9]{3}(?: [^\r\n]*)?\r?\n")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+[ \t]*(?:;[^\r\n]*)?\r?\n")
+_LENGTH = re.compile(r"[ \t]*[0-9]+[ \t]*")
+
+
+class StrictAnswer(http.client.HTTPResponse):
+    """``http.client``'s answer, refusing the numbers it would otherwise read with ``int()``: a status
+    ``+200``, ``2_00`` or ``0200``, a ``Content-Length`` ``+5`` or ``0_5`` (urllib3 reads those too, and
+    ignores one it cannot read), a chunk size ``+2`` or ``0x2``. Such an answer comes from a server or a
+    proxy that frames it unlike the rest of the chain would: it is refused, not guessed at. The parsing
+    stays http.client's; only the line it read is checked (aiohttp's parser refuses all of these)."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        answer: tuple[str, int, str] = self._checked(super()._read_status, _STATUS_LINE)  # type: ignore[misc]
+        return answer
+
+    def _read_next_chunk_size(self) -> int:
+        size: int = self._checked(super()._read_next_chunk_size, _CHUNK_SIZE)  # type: ignore[misc]
+        return size
+
+    def begin(self) -> None:
+        super().begin()
+        # A header line without a colon ends http.client's headers there (the rest, a Content-Length
+        # maybe, goes unread); urllib3 only logs it. The same multipart defects are ignored as there.
+        defects = [d for d in self.msg.defects if not isinstance(d, _MULTIPART_DEFECTS)]
+        if defects:
+            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+            raise http.client.HTTPException(f"the answer's headers are malformed ({defects[0]!r:.60})")
+        lengths = [v for value in self.msg.get_all("Content-Length") or [] for v in value.split(",")]
+        if lengths and (not all(_LENGTH.fullmatch(v) for v in lengths) or len({int(v) for v in lengths}) > 1):
+            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+            raise http.client.HTTPException(f"the answer's Content-Length is not one number: {lengths!r:.60}")
+
+    def _checked(self, read: Any, pattern: re.Pattern[bytes]) -> Any:
+        fp, seen = self.fp, _LineSeen(self.fp)
+        self.fp = seen  # type: ignore[assignment]
+        try:
+            value = read()
+        finally:
+            if self.fp is seen:  # type: ignore[comparison-overlap]  # else http.client closed it: leave it so
+                self.fp = fp
+        if not pattern.fullmatch(seen.line):
+            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+            if pattern is _STATUS_LINE:
+                raise http.client.BadStatusLine(seen.line.decode("latin-1")[:60])
+            raise ValueError(f"not a chunk size: {seen.line[:40]!r}")  # http.client's own error here
+        return value
+
+
 class _WatchedHTTPConnection(HTTPConnection):
-    """A connection whose sockets the running watchdog can cut (its HTTPS twin below inherits this)."""
+    """A connection whose sockets the running watchdog can cut (its HTTPS twin below inherits this),
+    and whose answers are read strictly (``StrictAnswer``), a proxy's answer to ``CONNECT`` included."""
+
+    response_class = StrictAnswer
 
     def _new_conn(self) -> socket.socket:
         # Tracked from the start too: a proxy's answer to CONNECT is read before any ``getresponse``
@@ -182,7 +260,15 @@ def _watch_pools(manager: PoolManager) -> None:
 
 
 class BoundedAdapter(HTTPAdapter):
-    """The session's adapter: its connections (direct or through a proxy) obey ``Watchdog``."""
+    """The session's adapter: its connections (direct or through a proxy) obey ``Watchdog``, and a
+    connection speaking TLS is always verified."""
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        # requests turns verification off on the pool of every http:// URL: behind an https:// proxy
+        # that pool is the proxy's, spoken to over TLS, and the proxy's certificate went unchecked.
+        if getattr(conn, "scheme", None) == "https" and not url.lower().startswith("https:"):
+            url = "https:" + url.partition(":")[2]
+        super().cert_verify(conn, url, verify, cert)  # type: ignore[no-untyped-call]
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import time
 from collections.abc import Generator, Mapping
 from functools import cached_property
@@ -22,7 +23,7 @@ from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.endpoints import AnswerBody, ApiRequest, decode_answer, timed_out_detail
 from airflow_provider_loadtest.api.errors import LoadTestApiError
-from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, RetryPolicy
+from airflow_provider_loadtest.api.retry import Attempts, LoggerLike, NoAnswer, RetryPolicy
 from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
@@ -82,9 +83,11 @@ def _read_body(
     Each read is bounded by the socket timeout; this bounds their sum, so a server sending one byte
     per second cannot keep the call alive. Leaving ``with response`` closes the connection.
     """
-    body = AnswerBody(request, response.status_code, sink=sink)
+    coding = response.headers.get("Content-Encoding")
+    body = AnswerBody(request, response.status_code, sink=sink, coding=coding)
     try:
-        while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=True):  # one socket read at most
+        # One socket read at most, as it came: AnswerBody inflates it in bounded steps.
+        while chunk := response.raw.read1(_CHUNK_BYTES, decode_content=False):
             body.add(chunk)
             if time.monotonic() > ends_at:
                 return None
@@ -95,20 +98,50 @@ def _read_body(
     return body.content
 
 
+def never_succeeds(exc: requests.RequestException) -> bool:
+    """Whether no retry can change this failure: a TLS handshake or certificate refused (most often an
+    ``https://`` URL aimed at a plain-http server, which the message names), a malformed URL or proxy
+    setting. A refused connection is retried: the service may be restarting."""
+    return tls_failed(exc) or isinstance(
+        exc,
+        requests.exceptions.InvalidURL
+        | requests.exceptions.InvalidSchema
+        | requests.exceptions.MissingSchema
+        | requests.exceptions.InvalidProxyURL
+        | requests.exceptions.InvalidHeader,
+    )
+
+
 def environment_proxies(base_url: str) -> dict[str, str]:
     """The proxies the environment gives ``base_url``'s host (``NO_PROXY`` honoured), as ``requests``
     would find them on each call with ``trust_env``."""
     return dict(requests.utils.get_environ_proxies(base_url))
 
 
+def tls_failed(exc: BaseException) -> bool:
+    """Whether a TLS handshake or certificate check caused ``exc``, however deep requests and urllib3
+    wrapped it (a proxy's refused certificate comes as a ``ProxyError``)."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        error = todo.pop()
+        if not isinstance(error, BaseException) or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, ssl.SSLError | ssl.CertificateError | requests.exceptions.SSLError):
+            return True
+        todo.extend([error.__cause__, error.__context__, getattr(error, "reason", None), *error.args])
+    return False
+
+
 def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
     """A short, key-free account of a failure that produced no HTTP answer, naming the URL it tried."""
     if url is not None:
-        return failure_at(
-            url, describe_transport_failure(exc), tls_failed=isinstance(exc, requests.exceptions.SSLError)
+        return failure_at(url, describe_transport_failure(exc), tls_failed=tls_failed(exc))
+    if tls_failed(exc):
+        return "the TLS handshake failed" + (
+            " with the proxy" if isinstance(exc, requests.exceptions.ProxyError) else ""
         )
-    if isinstance(exc, requests.exceptions.SSLError):
-        return "the TLS handshake failed"
     if isinstance(exc, requests.ConnectTimeout):
         return "could not connect in time"
     if isinstance(exc, requests.ReadTimeout):
@@ -214,6 +247,8 @@ class LoadTestHook(BaseHook):
                 "User-Agent": (
                     f"airflow-provider-loadtest/{__version__} python-requests/{requests.__version__}"
                 ),
+                # Only what AnswerBody inflates (requests would add br or zstd when those are installed).
+                "Accept-Encoding": endpoints.ACCEPT_ENCODING,
             }
         )
         session.verify = environment_verify(self.settings.verify_ssl)
@@ -241,47 +276,64 @@ class LoadTestHook(BaseHook):
         delay: float | None
         while True:
             budget = tries.budget(settings.read_timeout_s)
-            ends_at = time.monotonic() + budget
-            watchdog = Watchdog(budget)  # the headers: read line by line, out of ``_read_body``'s reach
             try:
-                with watchdog:
-                    response = self.session.request(
-                        request.method,
-                        settings.url(request.path),
-                        params=dict(request.params) or None,
-                        json=request.json_body,
-                        headers={"Accept": request.accept},
-                        timeout=(min(settings.connect_timeout_s, budget), budget),
-                        allow_redirects=False,  # a redirect would re-send a start to another host
-                        stream=True,  # read in chunks against the whole-request deadline and size bound
-                    )
-            except requests.RequestException as exc:
-                lost = describe_transport_failure(exc, settings.url(request.path))
-                never_opened = connection_never_opened(exc)
-                if watchdog.fired:  # the watchdog cut a trickle of headers: say so
-                    lost, never_opened = timed_out_detail(budget), False
-                delay = tries.after_no_answer(lost, never_opened=never_opened)
+                status, headers, body = self._exchange(request, budget, sink)
+            except NoAnswer as failure:
+                delay = tries.after(failure)
             else:
-                with response:
-                    delay = tries.after_answer(response.status_code, response.headers.get("Retry-After"))
-                    if delay is None:
-                        try:
-                            body = _read_body(request, response, ends_at, sink)
-                        except requests.RequestException as exc:
-                            failure: str | None = describe_transport_failure(exc, settings.url(request.path))
-                        else:
-                            failure = None if body is not None else timed_out_detail(budget)
-                        if failure is None and body is not None:
-                            return decode_answer(
-                                request,
-                                response.status_code,
-                                response.headers.get("Content-Type"),
-                                body,
-                                settings.api_key,
-                                location=response.headers.get("Location"),
-                            )
-                        delay = tries.after_no_answer(failure or "", never_opened=False)
+                delay = tries.after_answer(status, headers.get("Retry-After"))
+                if delay is None:
+                    return decode_answer(
+                        request,
+                        status,
+                        headers.get("Content-Type"),
+                        body,
+                        settings.api_key,
+                        location=headers.get("Location"),
+                    )
             _sleep(delay)
+
+    def _exchange(
+        self, request: ApiRequest[Any], budget: float, sink: BinaryIO | None
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One try within ``budget`` seconds in all: the answer's status, headers and body, or
+        ``NoAnswer`` saying what happened instead."""
+        settings = self.settings
+        url = settings.url(request.path)
+        ends_at = time.monotonic() + budget
+        watchdog = Watchdog(budget)  # the headers: read line by line, out of ``_read_body``'s reach
+        try:
+            with watchdog:
+                response = self.session.request(
+                    request.method,
+                    url,
+                    params=dict(request.params) or None,
+                    json=request.json_body,
+                    headers={"Accept": request.accept},
+                    timeout=(min(settings.connect_timeout_s, budget), budget),
+                    allow_redirects=False,  # a redirect would re-send a start to another host
+                    stream=True,  # read in chunks against the whole-request deadline and size bound
+                )
+        except requests.RequestException as exc:
+            if watchdog.fired:  # the watchdog cut a trickle of headers: say so
+                raise NoAnswer(timed_out_detail(budget)) from None
+            raise NoAnswer(
+                describe_transport_failure(exc, url),
+                never_opened=connection_never_opened(exc),
+                final=never_succeeds(exc),
+            ) from None
+        with response:
+            if watchdog.fired:
+                # Cut mid-headers, ``http.client`` may take the cut for the end of the headers and make
+                # an answer of what it had (an empty 200, say): that answer is not the service's.
+                raise NoAnswer(timed_out_detail(budget))
+            try:
+                body = _read_body(request, response, ends_at, sink)
+            except requests.RequestException as exc:
+                raise NoAnswer(describe_transport_failure(exc, url)) from None
+            if body is None:
+                raise NoAnswer(timed_out_detail(budget))
+            return response.status_code, response.headers, body
 
     def drive(self, steps: Generator[Any, Any, R], log: LoggerLike) -> R:
         """Run a ``watch`` generator: make its calls, take its pauses, write its log lines."""

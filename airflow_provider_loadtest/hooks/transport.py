@@ -1,207 +1,223 @@
-"""Shared HTTP transports for the triggerer: per connection settings and event loop, in small pools.
+"""The triggerer's HTTP sessions: ``aiohttp``, one session per connection settings and event loop.
 
-A triggerer runs hundreds or thousands of waits in one event loop, each sending one small GET every
-few seconds. An ``httpx.AsyncClient`` of its own per wait costs about 850 KiB (its TLS context loads the
-CA bundle, even for ``http://``) and ~20 ms of CPU that blocks the loop; one client per poll is worse.
-So waits that use the same connection settings share a ``Channel``: one TLS context per process, and
-pooled transports of ``SHARD_SIZE`` waits each, created on first use and closed when their last wait
-lets go. The settings are the key, API key included: a rotated key or any other change of the
-connection gives a new channel, never a stale key.
+A triggerer runs hundreds or thousands of waits in one event loop, each sending one small request
+every few seconds. Waits with the same connection settings share one ``aiohttp.ClientSession`` (its
+connection pool, TLS context and DNS cache), created on first use and closed when its last wait lets
+go. The settings are the key, API key included: a rotated key or any other change of the connection
+gives a new session, never a stale key.
 
-A channel sends through the transport itself (``handle_async_request``, httpx's public transport API)
-with its headers and timeouts built once, not through ``AsyncClient``: the client's per-request work
-(merging URL, headers and cookies, the auth and redirect machinery, cookie extraction) cost about a
-third of a poll's CPU, and this package uses none of it (the key is a fixed header, redirects are
-never followed, the service sets no cookies that matter). The environment an ``AsyncClient`` would
-read (proxies, ``NO_PROXY``, a CA bundle) is read once per channel instead, for the connection's host.
+aiohttp speaks HTTP (a strict parser, keep-alive, proxies with a ``CONNECT`` tunnel, TLS to ``https://``
+proxies, the whole-request timeout). What it does not do the way this package needs, and so is done
+here, is configuration and what the answers are allowed to cost:
 
-Pool limits are sized for that load: httpx's default (one pool of 100 connections, 5 s pool timeout)
-made polls fail at 1,000 waits, and an unbounded pool spends its CPU scanning its own connections.
+* the proxy comes from the environment by ``requests``' rules (``NO_PROXY`` with CIDR and
+  ``host:port`` entries), so the worker's hook and the triggerer agree, and is read once per session;
+* a CA bundle (the connection's, or ``REQUESTS_CA_BUNDLE``) gives one TLS context per process;
+* answers are not decompressed by aiohttp: ``AnswerBody`` inflates them in bounded steps (aiohttp
+  before 3.13.3 inflated a whole read at once);
+* aiohttp's errors become a :class:`NoAnswer` saying what happened and whether a retry may help.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json as json_module
 import os
 import ssl
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import aiohttp
+from yarl import URL
 
 from airflow_provider_loadtest import __version__
-from airflow_provider_loadtest.hooks.http11 import Answer, LeanAsyncTransport
-from airflow_provider_loadtest.hooks.settings import environment_verify
+from airflow_provider_loadtest.api.endpoints import ACCEPT_ENCODING, AnswerBody, ApiRequest, timed_out_detail
+from airflow_provider_loadtest.api.errors import trim_service_text
+from airflow_provider_loadtest.api.retry import NoAnswer
+from airflow_provider_loadtest.hooks.settings import environment_verify, failure_at
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.hooks.settings import ConnectionSettings
 
-#: Waits served by one pooled transport. httpcore's pool scans its connections (and, for idle ones,
-#: asks the socket whether the server closed it) on every request and every answer's end, so one pool
-#: for a thousand waits costs O(waits) CPU per poll when they poll in step; small pools keep that scan
-#: cheap, and the TLS context they share keeps them small.
-SHARD_SIZE = 16
 #: How long an idle connection is kept before closing it; below the usual 10 s check interval would
 #: reconnect on every poll, far above it would hold sockets the service may already have dropped.
 KEEPALIVE_EXPIRY_S = 30.0
-#: Only encodings every httpx can decode (``Response.aiter_bytes`` undoes them).
-ACCEPT_ENCODING = "gzip, deflate"
 
 
 @functools.cache
-def ssl_context(verify: bool | str) -> ssl.SSLContext:
-    """One TLS context per verification setting and process: loading the CA bundle costs ~20 ms of
-    CPU (blocking the event loop) and ~830 KiB, so no transport builds its own. A CA bundle path (a
-    file, or a directory of hashed certificates) replaces the default trust store."""
-    if isinstance(verify, str):
-        if os.path.isdir(verify):
-            return ssl.create_default_context(capath=verify)
-        return ssl.create_default_context(cafile=verify)
-    return httpx.create_ssl_context(verify=verify)
+def ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
+    """What the session's ``ssl`` gets: ``False`` (no verification), ``True`` (aiohttp's own default
+    context, built once per process), or one context per CA bundle path and process (loading a bundle
+    costs ~20 ms of CPU, blocking the event loop, and ~830 KiB). A path may be a file or a directory
+    of hashed certificates; it replaces the default trust store."""
+    if not isinstance(verify, str):
+        return verify
+    if os.path.isdir(verify):
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify)
 
 
 def environment_proxy(base_url: str) -> str | None:
     """The proxy the environment gives ``base_url`` (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, with
     ``NO_PROXY`` honoured), read by ``requests``' own rules so the worker's hook and the triggerer agree:
-    urllib's ``proxy_bypass`` knows no CIDR (``10.0.0.0/8``) nor ``host:port`` entries. Once per channel,
-    so importing ``requests`` here costs nothing per poll."""
+    urllib's ``proxy_bypass`` (and so aiohttp's ``trust_env``) knows no CIDR (``10.0.0.0/8``) nor
+    ``host:port`` entries. Once per session, so importing ``requests`` here costs nothing per poll."""
     import requests.utils  # the sync hook's dependency, needed only here
 
     proxy: str | None = requests.utils.select_proxy(base_url, requests.utils.get_environ_proxies(base_url))
     return proxy
 
 
-def pooled_transport(settings: ConnectionSettings) -> httpx.AsyncBaseTransport:
-    """A connection pool for ``settings``: the shared TLS context, the environment's proxy, and
-    ``hooks.http11``'s lean HTTP/1.1 (httpcore's machinery was most of a poll's CPU).
+def describe_failure(exc: BaseException, url: str, budget_s: float, secret: str | None) -> NoAnswer:
+    """A key-free account of an aiohttp failure with no HTTP answer, naming ``url``.
 
-    Each wait has at most one request in flight, so the pool never makes a poll queue for a slot; it
-    keeps up to ``SHARD_SIZE`` idle connections. Its reads have no timeout of their own: the caller
-    bounds each whole try (``AsyncLoadTestClient.call``), which is tighter.
+    Never opened (the request cannot have reached the service): a refused connection, a name that did
+    not resolve, a connect timeout, a proxy that could not be reached or refused the tunnel. Final (no
+    retry can change it): a TLS handshake or certificate refused, a proxy refusing the credentials.
+    What the library saw follows, with ``secret`` blanked out: it may quote bytes a server sent.
     """
-    return LeanAsyncTransport(
-        ssl_context=ssl_context(environment_verify(settings.verify_ssl)),
-        proxy=environment_proxy(settings.base_url),
-        max_idle=SHARD_SIZE,
-        keepalive_expiry=KEEPALIVE_EXPIRY_S,
-        connect_timeout=settings.connect_timeout_s,
-    )
-
-
-def _json_bytes(document: Any) -> bytes:
-    """A JSON body as httpx encodes one (compact, UTF-8, no NaN)."""
-    return json_module.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    detail = trim_service_text(str(exc), secret, limit=200)
+    if isinstance(exc, aiohttp.ClientSSLError):  # the handshake, or the certificate (also a proxy's)
+        return NoAnswer(
+            failure_at(url, f"the TLS handshake failed: {detail}", tls_failed=True),
+            never_opened=True,
+            final=True,
+        )
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return NoAnswer(failure_at(url, "could not connect in time"), never_opened=True)
+    if isinstance(exc, TimeoutError):  # the whole-request bound, however slowly bytes came
+        return NoAnswer(timed_out_detail(budget_s))
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return NoAnswer(
+            failure_at(url, f"the proxy refused the tunnel (HTTP {exc.status} {exc.message})"),
+            never_opened=True,
+            final=400 <= exc.status < 500,  # 407: the proxy's credentials; no retry changes them
+        )
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return NoAnswer(failure_at(url, f"could not connect to the proxy: {detail}"), never_opened=True)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return NoAnswer(
+            failure_at(url, f"could not connect (connection refused or host name not resolved): {detail}"),
+            never_opened=True,
+        )
+    if isinstance(exc, aiohttp.InvalidURL):
+        return NoAnswer(failure_at(url, f"the URL or the proxy's URL is not valid: {detail}"), final=True)
+    if isinstance(exc, aiohttp.ClientResponseError):  # not an answer: a malformed status line or header
+        detail = trim_service_text(exc.message, secret, limit=200)
+        return NoAnswer(failure_at(url, f"the answer is not valid HTTP ({detail})"))
+    name = type(exc).__name__
+    return NoAnswer(failure_at(url, f"the connection failed before an answer arrived ({name}: {detail})"))
 
 
 @dataclass(eq=False)
 class Channel:
-    """Sends one connection's requests through ``transport``: the key, User-Agent and timeouts are
-    built once here, so a poll builds only its request (redirects are never followed)."""
+    """One connection's ``aiohttp`` session, shared by the waits of an event loop; ``users`` count them."""
 
-    transport: httpx.AsyncBaseTransport
     settings: ConnectionSettings
     users: int = 0
     closed: bool = False
-    _headers: dict[str, httpx.Headers] = field(default_factory=dict, repr=False)
-    _encoded: dict[tuple[str, bytes], list[bytes]] = field(default_factory=dict, repr=False)
+    session: aiohttp.ClientSession = field(init=False, repr=False)
+    proxy: URL | None = field(init=False, default=None, repr=False)  # may hold the proxy's password
+    _base: URL = field(init=False, repr=False)
+    _timeouts: dict[float, aiohttp.ClientTimeout] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        connect, read = self.settings.connect_timeout_s, self.settings.read_timeout_s
-        self.timeouts: dict[str, Any] = {"connect": connect, "read": read, "write": read, "pool": None}
-
-    def headers(self, accept: str) -> httpx.Headers:
-        """The headers of every request of this channel accepting ``accept`` (a handful of values)."""
-        headers = self._headers.get(accept)
-        if headers is None:
-            headers = self._headers[accept] = httpx.Headers(
-                {
-                    "Authorization": f"Bearer {self.settings.api_key}",
-                    "Accept": accept,
-                    "Accept-Encoding": ACCEPT_ENCODING,
-                    "User-Agent": f"airflow-provider-loadtest/{__version__} httpx/{httpx.__version__}",
-                }
-            )
-        return headers
-
-    async def send(
-        self,
-        method: str,
-        url: httpx.URL,
-        *,
-        accept: str,
-        params: dict[str, str] | None = None,
-        json: Any = None,
-    ) -> httpx.Response | Answer:
-        """Send one request; the caller reads the answer's stream and closes it (``aclose``)."""
-        if params:
-            url = url.copy_merge_params(params)
-        if isinstance(self.transport, LeanAsyncTransport):
-            lines = self._lines(accept, url)
-            body = b""
-            if json is not None:
-                body = _json_bytes(json)
-                lines = [*lines, b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
-            return await self.transport.send(method, url, lines, body)
-        request = httpx.Request(
-            method, url, json=json, headers=self.headers(accept), extensions={"timeout": self.timeouts}
+        settings = self.settings
+        self._base = URL(settings.base_url)
+        proxy = environment_proxy(settings.base_url)
+        self.proxy = URL(proxy) if proxy else None
+        connector = aiohttp.TCPConnector(
+            ssl=ssl_context(environment_verify(settings.verify_ssl)),
+            limit=0,  # each wait has one request in flight at most; a cap would make polls queue
+            keepalive_timeout=KEEPALIVE_EXPIRY_S,
         )
-        return await self.transport.handle_async_request(request)
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            headers={
+                "Authorization": f"Bearer {settings.api_key}",
+                "Accept-Encoding": ACCEPT_ENCODING,
+                "User-Agent": f"airflow-provider-loadtest/{__version__} aiohttp/{aiohttp.__version__}",
+            },
+            auto_decompress=False,  # AnswerBody inflates, in bounded steps
+            cookie_jar=aiohttp.DummyCookieJar(),  # the service sets no cookie that matters
+            trust_env=False,  # the environment is read once, above, by requests' rules
+        )
 
-    def _lines(self, accept: str, url: httpx.URL) -> list[bytes]:
-        """The header lines of a request to ``url``'s host accepting ``accept``, encoded once."""
-        key = (accept, url.netloc)
-        lines = self._encoded.get(key)
-        if lines is None:
-            lines = self._encoded[key] = [b"Host: " + url.netloc] + [
-                name + b": " + value for name, value in self.headers(accept).raw
-            ]
-        return lines
+    def url(self, path: str) -> URL:
+        """The URL of an API path: the base URL parsed once, the path (quoted by ``api.endpoints``)
+        put on it as it is. Waits poll paths of their own, so parsing each whole URL would miss every
+        cache (yarl's included) and cost four times as much."""
+        return self._base.with_path(self._base.raw_path.rstrip("/") + path, encoded=True)
+
+    def _timeout(self, budget_s: float) -> aiohttp.ClientTimeout:
+        timeout = self._timeouts.get(budget_s)
+        if timeout is None:
+            if len(self._timeouts) >= 16:  # budgets near a watch deadline vary; never let this grow
+                self._timeouts.clear()
+            connect = min(self.settings.connect_timeout_s, budget_s)
+            timeout = self._timeouts[budget_s] = aiohttp.ClientTimeout(total=budget_s, connect=connect)
+        return timeout
+
+    async def exchange(
+        self, request: ApiRequest[Any], budget_s: float
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One try of ``request`` within ``budget_s`` seconds in all (connect, send, every read): the
+        answer's status, headers and body (read in chunks against the size bound), or ``NoAnswer``."""
+        url = self.url(request.path)
+        try:
+            async with self.session.request(
+                request.method,
+                url,
+                params=dict(request.params) or None,
+                json=request.json_body,
+                headers={"Accept": request.accept},
+                proxy=self.proxy,
+                timeout=self._timeout(budget_s),
+                allow_redirects=False,  # a redirect would re-send a start to another host
+            ) as response:
+                body = AnswerBody(request, response.status, coding=response.headers.get("Content-Encoding"))
+                async for chunk in response.content.iter_any():
+                    body.add(chunk)
+                return response.status, response.headers, body.content
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise describe_failure(exc, str(url), budget_s, self.settings.api_key) from None
 
     async def aclose(self) -> None:
         self.closed = True
-        await self.transport.aclose()
+        await self.session.close()
 
 
-#: Per running event loop: the channels by connection settings. Weak on the loop, so a loop that is
-#: gone (tests run many) takes its bookkeeping with it.
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ConnectionSettings, list[Channel]]] = (
+#: Per running event loop: the channel of each connection's settings. Weak on the loop, so a loop that
+#: is gone (tests run many) takes its bookkeeping with it.
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ConnectionSettings, Channel]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _channels(settings: ConnectionSettings) -> list[Channel]:
-    return _by_loop.setdefault(asyncio.get_running_loop(), {}).setdefault(settings, [])
-
-
 def acquire(settings: ConnectionSettings) -> Channel:
-    """A shared channel for ``settings`` in the running loop (a new one when all are full); pair with
-    ``release``."""
-    channels = _channels(settings)
-    channel = next((c for c in channels if c.users < SHARD_SIZE and not c.closed), None)
-    if channel is None:
-        channel = Channel(pooled_transport(settings), settings)
-        channels.append(channel)
+    """The shared channel for ``settings`` in the running loop; pair with ``release``."""
+    channels = _by_loop.setdefault(asyncio.get_running_loop(), {})
+    channel = channels.get(settings)
+    if channel is None or channel.closed:
+        channel = channels[settings] = Channel(settings)
     channel.users += 1
     return channel
 
 
 async def release(channel: Channel) -> None:
     """Let go of ``channel``; its last user closes it (its sockets with it)."""
-    channels = _by_loop.get(asyncio.get_running_loop(), {}).get(channel.settings, [])
-    if channel not in channels:
+    channels = _by_loop.get(asyncio.get_running_loop(), {})
+    if channels.get(channel.settings) is not channel:
         return
     channel.users -= 1
     if channel.users <= 0:
-        channels.remove(channel)
-        if not channels:
-            _by_loop.get(asyncio.get_running_loop(), {}).pop(channel.settings, None)
+        del channels[channel.settings]
         await channel.aclose()
 
 
-def users(settings: ConnectionSettings) -> list[int]:
-    """The users of each channel for ``settings`` in the running loop (for tests and benchmarks)."""
-    channels = _by_loop.get(asyncio.get_running_loop(), {}).get(settings, [])
-    return [c.users for c in channels]
+def users(settings: ConnectionSettings) -> int:
+    """The waits sharing the channel of ``settings`` in the running loop (for tests and benchmarks)."""
+    channel = _by_loop.get(asyncio.get_running_loop(), {}).get(settings)
+    return 0 if channel is None else channel.users

@@ -1,7 +1,8 @@
 """Pydantic v2 models of the load-testing service's JSON documents (no Airflow import here).
 
 Conventions: python attributes are snake_case, JSON keys camelCase; ``Model.from_api(doc).to_api()``
-gives back ``doc`` exactly (key order, int vs float, explicit nulls, unknown fields included);
+gives back ``doc`` (int vs float, explicit nulls, unknown fields included; key order aside: JSON
+objects are unordered);
 polymorphic objects expose JSON ``@type`` as ``kind``; an unknown ``@type`` becomes the family's
 ``Unknown*`` model (logged as a warning); enum fields keep unknown values as plain strings.
 """

@@ -1,22 +1,21 @@
 """Base classes shared by every document model (spec 2.2: JSON objects, ``@type`` discriminators).
 
-Three guarantees live here, once, for all models:
+What every model promises, once, here:
 
 * python attributes are snake_case, JSON keys camelCase (``alias_generator=to_camel``);
-* unknown fields are kept and written back (``extra="allow"``);
-* a document read and written back is identical, key order included.
+* unknown fields are kept and written back (``extra="allow"``), numbers keep int or float, explicit
+  nulls stay null (only fields that were set are written);
+* a known polymorphic variant always writes its ``@type`` (the service needs it to pick the class).
+
+Key order is not kept: JSON objects are unordered for the service (a Jackson server reads ``@type``
+wherever it stands), no call of this package writes a document it read back to the service, and no
+user-visible promise depends on it. (Up to 0.1.0 a document remembered its input to restore its key
+order on writing; that cost reads their share and two hundred lines for nobody.)
 
 Reading costs what pydantic's Rust core costs and nothing more: no Python code runs per object while a
 document is validated (no wrap validator, no private attribute, no ``model_post_init``), and the
-polymorphic unions use pydantic's native ``@type`` discriminator. What a lossless write-back needs is
-paid when a document is written back, not when it is read: the entry points (``from_api``,
-``model_validate``, ``model_validate_json`` and the :class:`ApiAdapter` of each union) keep a reference
-to the JSON a document came from (the bytes, parsed again only if it is written back), and
-:meth:`ApiModel.to_api` puts the keys back in that order. Reading is on every poll of a watch loop;
-writing back is rare. Answers that are only read (a run's state, its progress) skip even that
-(:meth:`ApiModel.read_json`).
-
-Each polymorphic family is one union, tried left to right::
+polymorphic unions use pydantic's native ``@type`` discriminator. Each polymorphic family is one
+union, tried left to right::
 
     Annotated[A | B | ..., Field(discriminator="kind"), Tag(KNOWN_TAG)]
     | Annotated[UnknownFamily, Tag(UNKNOWN_TAG)]
@@ -28,7 +27,6 @@ so that a known ``@type`` whose fields do not match still fails.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -61,7 +59,6 @@ __all__ = [
     "TypedModel",
     "UnknownModel",
     "describe_errors",
-    "remember_input",
     "variant_tags",
 ]
 
@@ -85,128 +82,6 @@ Bool: TypeAlias = StrictBool
 T = TypeVar("T")
 
 
-# --- where a document came from ------------------------------------------------------------------
-
-
-class _Source:
-    """The JSON a read came from: the parsed document, or the text, parsed only when written back."""
-
-    __slots__ = ("_document", "_text")
-
-    def __init__(self, *, document: Any = None, text: str | bytes | bytearray | None = None) -> None:
-        self._document = document
-        self._text = text
-
-    def document(self) -> Any:
-        text = self._text  # read once: another thread may be parsing it too, and clear it meanwhile
-        if text is not None:
-            try:
-                self._document = json.loads(text)
-            except (ValueError, RecursionError):  # pydantic read it, so this is near impossible: no order
-                self._document = None
-            self._text = None
-        return self._document
-
-
-class _Guide:
-    """What a model remembers of its input: the JSON it was read from (``index`` into a list answer).
-
-    Kept in the instance ``__dict__`` under a name pydantic leaves alone there: not a field, so not
-    dumped, not in ``repr`` or ``dict(model)``, and not compared by ``==`` (where a document came from
-    never makes two models unequal); copies and pickles keep it.
-    """
-
-    __slots__ = ("_at",)
-
-    def __init__(self, source: _Source, index: int | None = None) -> None:
-        #: One attribute, read and replaced whole: two threads writing one model back never see a
-        #: narrowed source with the whole answer's index, or the reverse.
-        self._at = (source, index)
-
-    def document(self) -> Any:
-        source, index = self._at
-        document = source.document()
-        if index is None:
-            return document
-        own = document[index] if isinstance(document, list) and index < len(document) else None
-        # From now on this model keeps its own part of a list answer, not the whole answer parsed.
-        self._at = (_Source(document=own), None)
-        return own
-
-    def __reduce__(self) -> tuple[type[_Guide], tuple[_Source]]:
-        # A pickle or a deep copy takes this model's own part of a list answer, not the whole answer.
-        return _Guide, (_Source(document=self.document()),)
-
-
-_GUIDE_KEY = "_api_guide"
-
-
-def _remember(result: Any, source: _Source) -> None:
-    """Let ``result`` (a model, or a list of models) restore its input's key order when written back."""
-    if isinstance(result, ApiModel):
-        _set_guide(result, _Guide(source))
-    elif isinstance(result, list):
-        for index, item in enumerate(result):
-            if isinstance(item, ApiModel):
-                _set_guide(item, _Guide(source, index))  # about 0.3 us an item: nothing beside a read
-
-
-def remember_input(model: ApiModel, document: dict[str, Any]) -> None:
-    """Have ``model`` written back in the key order of ``document`` (for a model built from parts)."""
-    _set_guide(model, _Guide(_Source(document=document)))
-
-
-def _set_guide(model: ApiModel, guide: _Guide) -> None:
-    model.__dict__[_GUIDE_KEY] = guide
-
-
-def _guide_of(model: ApiModel) -> Any:
-    guide = model.__dict__.get(_GUIDE_KEY)
-    return guide.document() if isinstance(guide, _Guide) else None
-
-
-# --- writing back ---------------------------------------------------------------------------------
-
-
-class _Plan:
-    """Per model class: how input keys map to output keys, and which fields may hold models."""
-
-    __slots__ = ("nested", "orders", "output_key", "type_first", "type_tag")
-
-    def __init__(self, cls: type[ApiModel]) -> None:
-        self.output_key: dict[str, str] = {}
-        nested: list[tuple[str, str]] = []
-        for name, info in cls.model_fields.items():
-            key = info.alias or name
-            self.output_key[name] = key
-            self.output_key[key] = key
-            if _holds_models(info.annotation):
-                nested.append((name, key))
-        self.nested = tuple(nested)
-        #: ``@type`` is written first when the input did not place it (a model built in Python).
-        self.type_first = "kind" in cls.model_fields
-        #: A known variant always writes its ``@type`` (the service needs it to pick the class).
-        self.type_tag = _kind_default(cls) if issubclass(cls, TypedModel) else None
-        #: Key orders worked out for write-back, by the shape of the document (see ``_reorder``).
-        self.orders: dict[tuple[tuple[str, ...], tuple[str, ...] | None], tuple[str, ...] | None] = {}
-
-
-_PLANS: dict[type[BaseModel], _Plan] = {}
-
-
-def _plan(cls: type[ApiModel]) -> _Plan:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        plan = _PLANS[cls] = _Plan(cls)
-    return plan
-
-
-def _holds_models(annotation: Any) -> bool:
-    if isinstance(annotation, type):
-        return issubclass(annotation, BaseModel)
-    return any(_holds_models(arg) for arg in get_args(annotation))
-
-
 def _kind_default(cls: type[BaseModel]) -> str:
     default = cls.model_fields["kind"].default
     if not isinstance(default, str):
@@ -214,96 +89,11 @@ def _kind_default(cls: type[BaseModel]) -> str:
     return default
 
 
-def _restore(model: ApiModel, dumped: dict[str, Any], guide: Any) -> None:
-    """Make ``dumped`` (pydantic's dump of ``model``, changed in place) what the service must get back:
-    ``@type`` present where needed, and keys in the order of the input (``guide``: the input mapping,
-    or the model's own remembered input). In place, so that writing back allocates little."""
-    own = _guide_of(model)
-    raw = own if own is not None else guide
-    if type(raw) is not dict:
-        raw = None
-    plan = _plan(type(model))
-    values = model.__dict__
-    for name, key in plan.nested:
-        out = dumped.get(key)
-        if out is None:
-            continue
-        sub = None
-        if raw is not None:
-            sub = raw.get(key)
-            if sub is None and name != key:
-                sub = raw.get(name)
-        _restore_value(values[name], out, sub)
-    if plan.type_tag is not None and TYPE_KEY not in dumped:
-        dumped[TYPE_KEY] = plan.type_tag
-    _reorder(dumped, raw, plan)
-
-
-def _restore_value(value: Any, dumped: Any, guide: Any) -> None:
-    if isinstance(value, ApiModel):
-        if type(dumped) is dict:
-            _restore(value, dumped, guide)
-    elif isinstance(value, list) and type(dumped) is list and len(value) == len(dumped):
-        guides = guide if type(guide) is list and len(guide) == len(value) else None
-        for index, item in enumerate(value):
-            sub = guides[index] if guides is not None else None
-            if isinstance(item, ApiModel):
-                out = dumped[index]
-                if type(out) is dict:
-                    _restore(item, out, sub)
-            elif isinstance(item, list):
-                _restore_value(item, dumped[index], sub)
-
-
-#: How many key orders each model class keeps worked out (emptied when full).
-_ORDERS_MAX = 1024
-
-
-def _reorder(dumped: dict[str, Any], raw: dict[str, Any] | None, plan: _Plan) -> None:
-    """Put ``dumped``'s keys in the input's order (see :func:`_wanted_order`), in place.
-
-    Documents of one kind come in few shapes, so the order is mostly looked up, by the dumped keys and
-    the input's keys."""
-    keys = tuple(dumped)
-    shape = (keys, tuple(raw) if raw is not None else None)
-    orders = plan.orders
-    try:
-        wanted = orders[shape]
-    except KeyError:
-        wanted = _wanted_order(keys, raw, plan)
-        if len(orders) >= _ORDERS_MAX:
-            orders.clear()
-        orders[shape] = wanted
-    if wanted is not None:
-        for key in wanted:
-            dumped[key] = dumped.pop(key)
-
-
-def _wanted_order(keys: tuple[str, ...], raw: dict[str, Any] | None, plan: _Plan) -> tuple[str, ...] | None:
-    """``@type`` first when the input did not place it, then the input's keys, then keys the input did
-    not have (set later) in their order; ``None`` when ``keys`` are in that order already."""
-    type_first = plan.type_first and TYPE_KEY in keys
-    if raw is None:
-        if not type_first or keys[0] == TYPE_KEY:
-            return None
-        return (TYPE_KEY, *(key for key in keys if key != TYPE_KEY))
-    wanted = [TYPE_KEY] if type_first and TYPE_KEY not in raw and "kind" not in raw else []
-    present = set(keys)
-    for input_key in raw:
-        key = plan.output_key.get(input_key, input_key)
-        if key in present:
-            wanted.append(key)
-    unique = list(dict.fromkeys(wanted))  # an input may name a field twice (alias and name)
-    seen = set(unique)
-    ordered = (*unique, *(key for key in keys if key not in seen))
-    return None if ordered == keys else ordered
-
-
 # --- the models ---------------------------------------------------------------------------------
 
 
 class ApiModel(BaseModel):
-    """Base of every document model: camelCase JSON, extras kept, exact round trip (spec 2.2)."""
+    """Base of every document model: camelCase JSON, extras kept, only what was set written back."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -313,10 +103,10 @@ class ApiModel(BaseModel):
     )
 
     def to_api(self) -> dict[str, Any]:
-        """The JSON-ready dict to send to the service: camelCase keys, only fields that were set, in
-        the order of the document this model was read from (``@type`` first for one built in Python)."""
+        """The JSON-ready dict to send to the service: camelCase keys, only the fields that were set
+        (unknown ones included), and the ``@type`` of every known variant."""
         dumped = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        _restore(self, dumped, None)
+        _write_types(self, dumped)
         return dumped
 
     @classmethod
@@ -325,28 +115,31 @@ class ApiModel(BaseModel):
         return cls.model_validate(data)
 
     @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
-        """pydantic's ``model_validate``, remembering the input's key order for :meth:`to_api`."""
-        model = super().model_validate(obj, **kwargs)
-        if isinstance(obj, dict):
-            _remember(model, _Source(document=obj))
-        return model
-
-    @classmethod
     def read_json(cls, json_data: str | bytes | bytearray) -> Self:
-        """Read an answer that is only read, never written back (a run's state, progress, metrics):
-        straight from the bytes, at the cost of pydantic's core alone. Nothing is remembered for a
-        write-back: :meth:`to_api` still writes every field and unknown field, in declaration order."""
+        """Read an answer straight from its bytes (``model_validate_json``, at the cost of pydantic's
+        core alone)."""
         model: Self = cls.__pydantic_validator__.validate_json(json_data)
         return model
 
-    @classmethod
-    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
-        """pydantic's ``model_validate_json`` (straight from bytes), remembering the input for
-        :meth:`to_api`."""
-        model = super().model_validate_json(json_data, **kwargs)
-        _remember(model, _Source(text=json_data))
-        return model
+
+def _write_types(model: ApiModel, dumped: dict[str, Any]) -> None:
+    """Give every known variant in ``dumped`` (``model``'s dump, changed in place) its ``@type``: one
+    built in Python, or read from a document that left it out, has not *set* its ``kind``. A pass
+    over the dump, not a serializer: models carry no Python hook (reads and dumps stay in Rust)."""
+    if isinstance(model, TypedModel):
+        dumped.setdefault(TYPE_KEY, model.kind)  # type: ignore[attr-defined]  # every variant's Literal
+    for name, info in type(model).model_fields.items():
+        out = dumped.get(info.alias or name)
+        if out is not None:
+            _write_types_in(model.__dict__.get(name), out)
+
+
+def _write_types_in(value: Any, dumped: Any) -> None:
+    if isinstance(value, ApiModel) and type(dumped) is dict:
+        _write_types(value, dumped)
+    elif isinstance(value, list) and type(dumped) is list and len(value) == len(dumped):
+        for item, out in zip(value, dumped, strict=True):
+            _write_types_in(item, out)
 
 
 class TypedModel(ApiModel):
@@ -440,28 +233,24 @@ def variant_tags(union: Any) -> frozenset[str]:
 
 
 class ApiAdapter(Generic[T]):
-    """A ``TypeAdapter`` whose results write back losslessly (:meth:`ApiModel.to_api`).
+    """A ``TypeAdapter`` of a union or a list of models, with the models' ``read_json``.
 
-    pydantic's ``TypeAdapter`` cannot be subclassed; this wraps one, remembering what each result was
-    read from. Any other ``TypeAdapter`` method is reached through :attr:`adapter`.
+    pydantic's ``TypeAdapter`` cannot be subclassed; this wraps one. Any other ``TypeAdapter`` method
+    is reached through :attr:`adapter`.
     """
 
     def __init__(self, kind: Any) -> None:
         self.adapter: TypeAdapter[T] = TypeAdapter(kind)
 
     def validate_python(self, obj: Any, /, **kwargs: Any) -> T:
-        result = self.adapter.validate_python(obj, **kwargs)
-        _remember(result, _Source(document=obj))
-        return result
+        return self.adapter.validate_python(obj, **kwargs)
 
     def validate_json(self, data: str | bytes | bytearray, /, **kwargs: Any) -> T:
         """Validate straight from JSON text (no ``json.loads`` first)."""
-        result = self.adapter.validate_json(data, **kwargs)
-        _remember(result, _Source(text=data))
-        return result
+        return self.adapter.validate_json(data, **kwargs)
 
     def read_json(self, data: str | bytes | bytearray) -> T:
-        """Validate an answer that is only read (see :meth:`ApiModel.read_json`): nothing remembered."""
+        """Validate an answer straight from its bytes, at the cost of pydantic's core alone."""
         result: T = self.adapter.validator.validate_json(data)
         return result
 

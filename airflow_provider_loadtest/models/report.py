@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .base import ApiAdapter, ApiModel, HeldWarnings, Int, describe_errors, remember_input
+from .base import ApiAdapter, ApiModel, HeldWarnings, Int, describe_errors
 from .configs import BenchReportConfig
 from .items import ReportItem
 
@@ -103,7 +103,6 @@ def _opaque(raw: dict[str, Any], position: int, exc: ValidationError) -> OpaqueR
     template = OpaqueReportTemplate.model_validate({k: v for k, v in raw.items() if k not in odd})
     for key in odd:
         setattr(template, key, raw[key])  # an id or name that is not a string: written back as received
-    remember_input(template, raw)  # written back in the order it came
     return template
 
 

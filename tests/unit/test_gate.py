@@ -142,7 +142,8 @@ def test_summary_call_reads_numbers_aligned_and_missing_as_none() -> None:
         None,
         None,
     ]
-    assert decode_answer(request, 200, "application/json", b"", None) == []
+    with pytest.raises(Exception, match="empty body"):  # never "no values": a gate would pass unread
+        decode_answer(request, 200, "application/json", b"", None)
     with pytest.raises(Exception, match="expected a list of numbers"):
         decode_answer(request, 200, "application/json", b'{"values": []}', None)
     with pytest.raises(ValueError, match="bench_result_id"):

@@ -46,7 +46,7 @@ def test_a_template_with_a_non_boolean_flag_is_kept_verbatim() -> None:
     }
     body = json.dumps([template]).encode()
     (read,) = endpoints.decode_answer(endpoints.list_templates("ws"), 200, "application/json", body, KEY)
-    assert json.dumps(read.to_api()) == json.dumps(template)
+    assert json.dumps(read.to_api(), sort_keys=True) == json.dumps(template, sort_keys=True)
 
 
 def test_an_opaque_template_keeps_underscore_fields() -> None:
@@ -54,7 +54,7 @@ def test_an_opaque_template_keeps_underscore_fields() -> None:
     template = {"id": "t1", "_links": {"self": {"href": "x"}}, "created": "yesterday", "name": "n"}
     (read,) = m.parse_template_list([template])
     assert isinstance(read, m.OpaqueReportTemplate)
-    assert json.dumps(read.to_api()) == json.dumps(template)
+    assert json.dumps(read.to_api(), sort_keys=True) == json.dumps(template, sort_keys=True)
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_a_pickled_or_deep_copied_template_carries_only_itself() -> None:
     alone = len(pickle.dumps(m.ReportDefinition.model_validate_json(json.dumps({**template, "id": "t0"}))))
     assert len(pickle.dumps(first)) < 2 * alone
     for copied in (pickle.loads(pickle.dumps(first)), copy.deepcopy(first), first.model_copy(deep=True)):
-        assert json.dumps(copied.to_api()) == json.dumps({**template, "id": "t0"})
+        assert copied.to_api() == {**template, "id": "t0"}
 
 
 @pytest.mark.parametrize("with_a_bad_template", [False, True], ids=["one-pass", "template-by-template"])

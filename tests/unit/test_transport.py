@@ -1,108 +1,58 @@
-"""The triggerer's shared HTTP transports: shared per settings and loop, sharded, never a stale key."""
+"""The triggerer's HTTP sessions: one per connection settings and event loop, never a stale key; what
+each request carries; the environment's proxy and CA bundle, read as the sync hook reads them."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import ssl
+import json
 from typing import Any
 
-import httpx
 import pytest
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.hooks import transport
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
-from airflow_provider_loadtest.hooks.http11 import LeanAsyncTransport
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings
 from tests.conftest import API_KEY, BASE_URL
+from tests.unit.wire import Server, call, no_proxy_environment, ok
+
+__all__ = ["no_proxy_environment"]  # a fixture, used by name
 
 SETTINGS = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url=BASE_URL + "/ui")
 
 
-def test_waits_with_the_same_settings_share_a_channel_until_the_last_lets_go(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    closed: list[httpx.AsyncBaseTransport] = []
-    real_aclose = LeanAsyncTransport.aclose
-
-    async def recording_aclose(self: LeanAsyncTransport) -> None:
-        closed.append(self)
-        await real_aclose(self)
-
-    monkeypatch.setattr(LeanAsyncTransport, "aclose", recording_aclose)
-
+def test_waits_with_the_same_settings_share_a_session_until_the_last_lets_go() -> None:
     async def scenario() -> None:
         first, second = AsyncLoadTestClient(SETTINGS), AsyncLoadTestClient(SETTINGS)
         async with first, second:
             assert first._channel is second._channel
-            assert transport.users(SETTINGS) == [2]
+            assert transport.users(SETTINGS) == 2
             shared = first._channel
-        assert transport.users(SETTINGS) == []
-        assert shared is not None and shared.closed
-        assert closed == [shared.transport]  # its connection pool (and sockets) closed once, at the end
+            assert isinstance(shared, transport.Channel) and not shared.session.closed
+        assert transport.users(SETTINGS) == 0
+        assert shared.closed and shared.session.closed  # its connections closed once, at the end
+        async with AsyncLoadTestClient(SETTINGS) as again:
+            assert again._channel is not shared  # a new session, not the closed one
 
     asyncio.run(scenario())
 
 
-def test_a_rotated_key_gets_a_new_channel_with_the_new_key() -> None:
+def test_a_rotated_key_gets_a_new_session_with_the_new_key() -> None:
     rotated = dataclasses.replace(SETTINGS, api_key="a-new-key-0123456789")
 
     async def scenario() -> None:
         async with AsyncLoadTestClient(SETTINGS) as old, AsyncLoadTestClient(rotated) as new:
+            assert isinstance(new._channel, transport.Channel)
             assert old._channel is not new._channel
-            assert new._channel is not None
-            headers = new._channel.headers("application/json")
-            assert headers["Authorization"] == "Bearer a-new-key-0123456789"
+            assert new._channel.session.headers["Authorization"] == "Bearer a-new-key-0123456789"
 
     asyncio.run(scenario())
 
 
-def test_channels_are_sharded_and_share_one_tls_context() -> None:
-    async def scenario() -> None:
-        clients = [AsyncLoadTestClient(SETTINGS) for _ in range(transport.SHARD_SIZE + 1)]
-        for client in clients:
-            await client.__aenter__()
-        assert transport.users(SETTINGS) == [transport.SHARD_SIZE, 1]
-        for client in clients:
-            await client.__aexit__(None, None, None)
-        assert transport.users(SETTINGS) == []
-
-    asyncio.run(scenario())
-    assert transport.ssl_context(True) is transport.ssl_context(True)
-
-
-def test_a_freed_place_in_a_shard_is_taken_before_a_new_shard_is_made() -> None:
-    async def scenario() -> None:
-        clients = [AsyncLoadTestClient(SETTINGS) for _ in range(transport.SHARD_SIZE + 1)]
-        for client in clients:
-            await client.__aenter__()
-        first = clients[0]._channel
-        await clients[0].__aexit__(None, None, None)
-        again = AsyncLoadTestClient(SETTINGS)
-        await again.__aenter__()
-        assert again._channel is first
-        assert transport.users(SETTINGS) == [transport.SHARD_SIZE, 1]
-        for client in [*clients[1:], again]:
-            await client.__aexit__(None, None, None)
-
-    asyncio.run(scenario())
-
-
-def test_the_pool_of_a_shard_holds_at_most_one_connection_per_wait() -> None:
-    async def scenario() -> None:
-        async with AsyncLoadTestClient(SETTINGS) as client:
-            assert client._channel is not None
-            pool: Any = client._channel.transport
-            assert pool._max_idle == transport.SHARD_SIZE
-            assert pool._expiry == transport.KEEPALIVE_EXPIRY_S
-
-    asyncio.run(scenario())
-
-
-def test_each_event_loop_has_its_own_channels() -> None:
-    seen: list[transport.Channel | None] = []
+def test_each_event_loop_has_its_own_session() -> None:
+    seen: list[Any] = []
 
     async def scenario() -> None:
         async with AsyncLoadTestClient(SETTINGS) as client:
@@ -113,89 +63,101 @@ def test_each_event_loop_has_its_own_channels() -> None:
     assert seen[0] is not seen[1]
 
 
-def _through(handler: Any, request: endpoints.ApiRequest[Any]) -> Any:
-    async def go() -> Any:
-        async with AsyncLoadTestClient(SETTINGS, transport=httpx.MockTransport(handler)) as client:
-            return await client.call(request)
-
-    return asyncio.run(go())
-
-
 def test_every_request_carries_the_key_user_agent_and_the_calls_accept() -> None:
-    seen: list[httpx.Request] = []
+    with Server([ok(b"[]"), ok(b"<xml/>")]).running() as server:
+        call("async", server.url, endpoints.get_threshold_alarms("br-1"))
+        call("async", server.url, endpoints.get_junit_report("br-1"))
+    alarms, junit = (request.decode() for request in server.requests)
+    head, _, body = alarms.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    assert lines[0] == "POST /analysis/threshold-alarms HTTP/1.1"
+    headers = {name.lower(): value for name, _, value in (line.partition(": ") for line in lines[1:])}
+    assert headers["authorization"] == f"Bearer {API_KEY}"
+    assert headers["accept"] == "application/json"
+    assert headers["accept-encoding"] == "gzip, deflate"
+    assert headers["user-agent"].startswith("airflow-provider-loadtest/")
+    assert headers["host"] == f"127.0.0.1:{server.port}"
+    assert headers["content-type"] == "application/json"
+    assert "cookie" not in headers
+    assert json.loads(body)["metric"]["benchResultId"] == "br-1"
+    assert "\r\nAccept: application/xml, text/xml, */*\r\n" in junit
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json=[])
 
-    _through(handler, endpoints.get_threshold_alarms("br-1"))
-    headers = seen[0].headers
-    assert headers["Authorization"] == f"Bearer {API_KEY}"
-    assert headers["Accept"] == "application/json"
-    assert headers["User-Agent"].startswith("airflow-provider-loadtest/")
-    assert headers["Host"] == "loadtest.example.test"
-    assert "Cookie" not in headers
+def test_query_parameters_are_sent() -> None:
+    with Server([ok(b"x", b"Content-Type: application/octet-stream")]).running() as server:
+        call("async", server.url, endpoints.download_run_file("br-1", "my results.jtl"))
+    assert server.requests[0].startswith(b"GET /analysis/logs/br-1?filename=my+results.jtl HTTP/1.1\r\n")
 
 
 def test_redirects_are_not_followed() -> None:
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(str(request.url))
-        return httpx.Response(302, headers={"Location": "https://elsewhere.example.test/login"})
-
-    with pytest.raises(LoadTestApiError):
-        _through(handler, endpoints.get_bench_result("br-1"))
-    assert all("elsewhere" not in url for url in seen)
-
-
-def test_a_compressed_answer_is_decoded() -> None:
-    import gzip
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert "gzip" in request.headers["Accept-Encoding"]
-        body = gzip.compress(b'{"id": "br-1", "state": "RUNNING"}')
-        return httpx.Response(
-            200, content=body, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"}
-        )
-
-    assert _through(handler, endpoints.get_bench_result("br-1")).state == "RUNNING"
+    redirect = ok(b"", b"Location: https://elsewhere.example.test/login", status=b"302 Found")
+    with Server([redirect]).running() as server, pytest.raises(LoadTestApiError, match="elsewhere"):
+        call("async", server.url, endpoints.get_bench_result("br-1"))
+    assert len(server.requests) == 1
 
 
 def test_the_proxy_comes_from_the_environment_for_the_connections_host(
-    monkeypatch: pytest.MonkeyPatch,
+    no_proxy_environment: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("https_proxy", "http_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
+    env = no_proxy_environment
     assert transport.environment_proxy(BASE_URL) is None
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp.test:3128")
+    env.setenv("HTTPS_PROXY", "http://proxy.corp.test:3128")
     assert transport.environment_proxy(BASE_URL) == "http://proxy.corp.test:3128"
     assert transport.environment_proxy("http://127.0.0.1:8090") is None
-    monkeypatch.setenv("ALL_PROXY", "http://all.corp.test:3128")
+    env.setenv("ALL_PROXY", "http://all.corp.test:3128")
     assert transport.environment_proxy("http://127.0.0.1:8090") == "http://all.corp.test:3128"
-    monkeypatch.setenv("NO_PROXY", "example.test")
+    env.setenv("NO_PROXY", "example.test")
     assert transport.environment_proxy(BASE_URL) is None
+    env.setenv("NO_PROXY", "10.0.0.0/8")  # requests' rules: CIDR ranges (urllib's and aiohttp's have none)
+    assert transport.environment_proxy("http://10.1.2.3:8090") is None
 
 
-def test_a_proxied_channel_sends_through_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp.test:3128")
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    pool: Any = transport.pooled_transport(SETTINGS)
-    assert pool._proxy.host == "proxy.corp.test"  # the requests themselves: tests/unit/test_http11.py
+def test_a_session_takes_the_environments_proxy_once(no_proxy_environment: pytest.MonkeyPatch) -> None:
+    no_proxy_environment.setenv("HTTPS_PROXY", "http://proxy.corp.test:3128")
+
+    async def scenario() -> None:
+        async with AsyncLoadTestClient(SETTINGS) as client:
+            assert isinstance(client._channel, transport.Channel)
+            assert str(client._channel.proxy) == "http://proxy.corp.test:3128"
+
+    asyncio.run(scenario())  # the requests themselves: tests/unit/test_wire.py (test_hole_*proxy*)
 
 
-def test_the_environments_ca_bundle_is_trusted(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def test_the_environments_ca_bundle_is_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool | str] = []
     real = transport.ssl_context
 
-    def recording(verify: bool | str) -> ssl.SSLContext:
+    def recording(verify: bool | str) -> Any:
         seen.append(verify)
         return real(True)
 
     monkeypatch.setattr(transport, "ssl_context", recording)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/corp/ca.pem")
-    transport.pooled_transport(SETTINGS)
-    transport.pooled_transport(dataclasses.replace(SETTINGS, verify_ssl="/etc/own/ca.pem"))
+
+    async def scenario() -> None:
+        for settings in (SETTINGS, dataclasses.replace(SETTINGS, verify_ssl="/etc/own/ca.pem")):
+            async with AsyncLoadTestClient(settings):
+                pass
+
+    asyncio.run(scenario())
     assert seen == ["/etc/corp/ca.pem", "/etc/own/ca.pem"]
+
+
+def test_one_tls_context_per_ca_bundle_and_process(tmp_path: Any) -> None:
+    from tests.unit.wire import certificate
+
+    ca = certificate(tmp_path).ca_file
+    assert transport.ssl_context(ca) is transport.ssl_context(ca)
+    assert transport.ssl_context(True) is True and transport.ssl_context(False) is False  # aiohttp's own
+
+
+def test_urls_keep_the_base_urls_path_prefix_and_the_quoted_path() -> None:
+    on_premise = dataclasses.replace(SETTINGS, base_url="https://onprem.example.test:8443/api")
+
+    async def scenario() -> None:
+        async with AsyncLoadTestClient(on_premise) as client:
+            assert isinstance(client._channel, transport.Channel)
+            url = client._channel.url("/runtime/bench-results/br%2F1")  # quoted by api.endpoints
+            assert str(url) == "https://onprem.example.test:8443/api/runtime/bench-results/br%2F1"
+
+    asyncio.run(scenario())
