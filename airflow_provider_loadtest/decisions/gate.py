@@ -155,11 +155,14 @@ class Budget:
     bound: float
 
     @classmethod
-    def parse(cls, metric: str, condition: object) -> Budget:
+    def parse(cls, metric: str, condition: object, parameter: str = "metric_budgets") -> Budget:
+        """The condition, or a ``ValueError`` naming the setting it came from: ``parameter[metric]``, such
+        as metric_budgets['RESPONSE_TIME_AVG'] (the default) or
+        transaction_budgets['Checkout']['RESPONSE_TIME_AVG'] (a transaction's budget)."""
         match = _CONDITION.match(condition) if isinstance(condition, str) else None
         if match is None or not math.isfinite(float(match.group(2))):
             raise ValueError(
-                f"metric_budgets[{metric!r}]: condition {condition!r} does not parse; write an operator "
+                f"{parameter}[{metric!r}]: condition {condition!r} does not parse; write an operator "
                 "(<, <=, > or >=) and a number, such as '<= 800'"
             )
         return cls(match.group(1), float(match.group(2)))

@@ -63,14 +63,6 @@ def _check_metric(where: str, metric: object) -> str:
     return metric_id
 
 
-def _budget(where: str, metric: str, condition: object) -> Budget:
-    try:
-        return Budget.parse(metric, condition)
-    except ValueError as exc:  # gate.Budget names its own parameter: name ours instead
-        detail = str(exc).split(": ", 1)[-1]
-        raise ValueError(f"{where}[{metric!r}]: {detail}") from None
-
-
 @dataclass(frozen=True)
 class TransactionBudgets:
     """``transaction_budgets``, checked: per label or pattern, the budget of each metric id."""
@@ -98,7 +90,7 @@ class TransactionBudgets:
                     "{'RESPONSE_TIME_PERCENTILE_95': '<= 800'}"
                 )
             budgets[key] = {
-                _check_metric(where, metric): _budget(where, metric, condition)
+                _check_metric(where, metric): Budget.parse(metric, condition, where)
                 for metric, condition in conditions.items()
             }
         return cls(budgets)

@@ -60,6 +60,11 @@ def test_bad_condition_is_refused_naming_it(condition: object) -> None:
         parse_budgets({P95: condition})
 
 
+def test_a_bad_condition_names_the_setting_it_came_from() -> None:
+    with pytest.raises(ValueError, match=rf"^transaction_budgets\['Checkout'\]\['{P95}'\]: condition 'x'"):
+        Budget.parse(P95, "x", "transaction_budgets['Checkout']")
+
+
 def test_unknown_metric_id_names_the_closest_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown metric id 'RESPONSE_TIME_PERCENTILE_96'") as caught:
         parse_budgets({"RESPONSE_TIME_PERCENTILE_96": "<= 800"})
