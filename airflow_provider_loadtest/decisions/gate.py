@@ -11,7 +11,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -544,6 +544,9 @@ def judge_history(
 ) -> tuple[list[GateRow], GateHistory | None]:
     """The rows, and the history to leave for the next night (None without ``baseline="history"``).
 
+    ``transaction`` (a JTL label) judges that transaction's values: its rows carry the label and its
+    history is its own series ``(label, metric)``.
+
     A metric the baseline lacks fails its bound as not measured (the service was asked for it). Under
     ``baseline="history"`` with no ``history`` read, every bounded metric fails as not measured: a
     caller that forgot to read it must not pass a regression.
@@ -577,7 +580,7 @@ def judge_history(
             settings=spec.history,
             accepted=metric in accepted,
         )
-        rows.append(row)
+        rows.append(replace(row, transaction=transaction) if transaction is not None else row)
         if next_series is not None:
             series[(transaction, metric)] = next_series
     if spec.baseline != HISTORY:

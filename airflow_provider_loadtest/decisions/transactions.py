@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_loadtest.api.validation import is_templated
@@ -183,7 +183,7 @@ def judge_transactions(budgets: TransactionBudgets, summary: JtlSummary) -> list
             value = stats.metric(metric)
             values[metric] = value if value is not None else Unreadable(NO_COLUMN)
         spec = GateSpec(budgets=conditions, max_regression_pct={}, baseline=None)
-        rows += [replace(row, transaction=label) for row in judge(spec, values, None, transaction=label)]
+        rows += judge(spec, values, None, transaction=label)
     for key in unmatched:
         reason = f"not measured: {unsampled_reason(key, labels)}"
         rows += [

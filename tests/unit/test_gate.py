@@ -440,3 +440,11 @@ def test_deferrable_mode_reaches_the_same_verdict(loadtest_conn: str, requests_m
         resumed.execute_complete(context, {"status": "done", "run": run_record, "outcome": outcome})  # type: ignore[arg-type]
     assert _pushed(context)["return_value"]["gate"][0]["value"] == 900.0
     assert requests_mock.request_history[-1].json()["metrics"][0] == own
+
+
+def test_judge_names_the_transaction_its_rows_are_about() -> None:
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    (row,) = judge(spec, {P95: 900.0}, None, transaction="Checkout")
+    assert (row.transaction, row.passed) == ("Checkout", False)
+    (run_row,) = judge(spec, {P95: 900.0}, None)
+    assert run_row.transaction is None
