@@ -626,9 +626,12 @@ class Verdict:
     def table(self) -> str:
         """The verdict as a fixed-width table for the task log: per metric, tonight's value, what it
         was compared against (the baseline, or the history's centre and noise band), the change, and
-        the judgement."""
+        the judgement. With transaction rows, a first column names the transaction (``(run)``: the
+        run as a whole)."""
         with_band = any(row.band_high is not None for row in self.rows)
+        with_transaction = any(row.transaction is not None for row in self.rows)
         header = (
+            *(("transaction",) if with_transaction else ()),
             "metric",
             "value",
             "budget",
@@ -639,6 +642,7 @@ class Verdict:
         )
         lines = [header] + [
             (
+                *((_transaction_text(row),) if with_transaction else ()),
                 row.metric,
                 _number(row.value),
                 row.budget or "-",
@@ -656,21 +660,31 @@ class Verdict:
 
     def notes(self) -> list[str]:
         """What the log should say beside the table: suspected changes, short histories, accepted ones."""
-        return [f"{row.metric}: {row.note}" for row in self.rows if row.note]
+        return [f"{_series_text(row)}: {row.note}" for row in self.rows if row.note]
 
     def message(self) -> str:
-        """Why the gate failed, naming every failing metric with its value, the baseline's and the change."""
+        """Why the gate failed, naming every failing metric (and its transaction) with its value, the
+        baseline's and the change."""
         parts = []
         for row in self.rows:
             if row.passed:
                 continue
-            detail = f"{row.metric} {_number(row.value)}"
+            detail = f"{_series_text(row)} {_number(row.value)}"
             if row.baseline is not None:
                 against = "history centre" if row.centre is not None else "baseline"
                 detail += f" vs {against} {_number(row.baseline)} ({_change_text(row)})"
             parts.append(f"{detail}: {row.reason}")
         against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
         return f"Quality gate failed{against}: " + "; ".join(parts)
+
+
+def _transaction_text(row: GateRow) -> str:
+    return "(run)" if row.transaction is None else " ".join(row.transaction.split()) or repr(row.transaction)
+
+
+def _series_text(row: GateRow) -> str:
+    """The metric, and the transaction it is about (``RESPONSE_TIME_AVG of 'Checkout'``)."""
+    return row.metric if row.transaction is None else f"{row.metric} of {row.transaction!r}"
 
 
 def _baseline_text(row: GateRow) -> str:

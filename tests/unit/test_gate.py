@@ -448,3 +448,18 @@ def test_judge_names_the_transaction_its_rows_are_about() -> None:
     assert (row.transaction, row.passed) == ("Checkout", False)
     (run_row,) = judge(spec, {P95: 900.0}, None)
     assert run_row.transaction is None
+
+
+def test_the_table_and_the_message_name_the_transaction_of_a_row() -> None:
+    from airflow_provider_loadtest.decisions.gate import Verdict
+
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    rows = [*judge(spec, {P95: 700.0}, None), *judge(spec, {P95: 2345.0}, None, transaction="Check\nout")]
+    verdict = Verdict(tuple(rows), None)
+    header, run_line, checkout_line = verdict.table().splitlines()
+    assert header.split()[:3] == ["transaction", "metric", "value"]
+    assert run_line.split()[:3] == ["(run)", P95, "700"]
+    assert checkout_line.split()[:4] == ["Check", "out", P95, "2345"]  # one line, whatever the label
+    assert verdict.message() == f"Quality gate failed: {P95} of 'Check\\nout' 2345: budget <= 800"
+    only_run = Verdict(tuple(rows[:1]), None)
+    assert only_run.table().splitlines()[0].split()[0] == "metric"  # no transaction: no column
