@@ -609,9 +609,8 @@ class RunLifecycle(LoadTestHookMixin):
             if verdict is not None and ti is not None:
                 from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, Baseline
 
-                ti.xcom_push(
-                    key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
-                )
+                baseline = Baseline(run.bench_result_id, verdict.metrics, transactions=verdict.transactions)
+                ti.xcom_push(key=BASELINE_XCOM_KEY, value=baseline.to_xcom())
                 _push_history(ti, verdict)
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result

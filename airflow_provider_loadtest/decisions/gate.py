@@ -11,7 +11,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -343,6 +343,8 @@ class Baseline:
     bench_result_id: str
     metrics: Mapping[str, float | None]
     unreadable: str | None = None
+    #: Per transaction (JTL label), its gated values: kept apart from the run's ``metrics``.
+    transactions: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @classmethod
     def from_xcom(cls, data: object) -> Baseline | None:
@@ -351,10 +353,23 @@ class Baseline:
         if not isinstance(data, Mapping) or not isinstance(data.get("bench_result_id"), str):
             return cls("", {}, unreadable=f"the baseline in XCom ({BASELINE_XCOM_KEY}) does not parse")
         metrics = data.get("metrics")
-        return cls(data["bench_result_id"], dict(metrics) if isinstance(metrics, Mapping) else {})
+        transactions = data.get("transactions")
+        return cls(
+            data["bench_result_id"],
+            dict(metrics) if isinstance(metrics, Mapping) else {},
+            transactions={
+                str(label): dict(values)
+                for label, values in (transactions.items() if isinstance(transactions, Mapping) else ())
+                if isinstance(values, Mapping)
+            },
+        )
 
     def to_xcom(self) -> dict[str, Any]:
-        return {"bench_result_id": self.bench_result_id, "metrics": dict(self.metrics)}
+        return {
+            "bench_result_id": self.bench_result_id,
+            "metrics": dict(self.metrics),
+            "transactions": {label: dict(values) for label, values in self.transactions.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -621,7 +636,17 @@ class Verdict:
 
     @property
     def metrics(self) -> dict[str, float | None]:
-        return {row.metric: row.value for row in self.rows}
+        """The run's gated values, by metric id (transaction rows are in ``transactions``)."""
+        return {row.metric: row.value for row in self.rows if row.transaction is None}
+
+    @property
+    def transactions(self) -> dict[str, dict[str, float | None]]:
+        """The transactions' gated values: ``{label: {metric id: value}}``."""
+        found: dict[str, dict[str, float | None]] = {}
+        for row in self.rows:
+            if row.transaction is not None:
+                found.setdefault(row.transaction, {})[row.metric] = row.value
+        return found
 
     def table(self) -> str:
         """The verdict as a fixed-width table for the task log: per metric, tonight's value, what it
@@ -770,7 +795,8 @@ def evaluate(
 
 def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | None) -> dict[str, Any]:
     """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict: the
-    run, the values, and the gate's rows (the same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
+    run, the values (``metrics`` for the run, ``transactions`` per JTL label), and the gate's rows (the
+    same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
     return {
         "scenario_id": result.get("scenario_id"),
         "bench_result_id": result.get("bench_result_id"),
@@ -778,5 +804,6 @@ def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | N
         "state": result.get("state"),
         "passed": passed,
         "metrics": verdict.metrics if verdict is not None else {},
+        "transactions": verdict.transactions if verdict is not None else {},
         "gate": [row.to_xcom() for row in verdict.rows] if verdict is not None else [],
     }

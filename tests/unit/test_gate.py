@@ -350,6 +350,7 @@ def test_passing_run_leaves_its_values_as_the_next_baseline(
     assert _pushed(context)[BASELINE_XCOM_KEY] == {
         "bench_result_id": "br-1",
         "metrics": {P95: 610.0, "ERRORS_PERCENT": 0.2},
+        "transactions": {},
     }
     assert "against baseline run br-0" in capsys.readouterr().out
     assert "summary_metrics" not in result
@@ -415,6 +416,7 @@ def test_asset_event_carries_the_run_and_the_verdict(loadtest_conn: str, request
         "state": "FINISHED",
         "passed": True,
         "metrics": {P95: 610.0, "ERRORS_PERCENT": 0.2},
+        "transactions": {},
         "gate": result["gate"],
     }
     assert [GateRow.from_xcom(row).status for row in result["gate"]] == ["pass", "pass"]
@@ -463,3 +465,22 @@ def test_the_table_and_the_message_name_the_transaction_of_a_row() -> None:
     assert verdict.message() == f"Quality gate failed: {P95} of 'Check\\nout' 2345: budget <= 800"
     only_run = Verdict(tuple(rows[:1]), None)
     assert only_run.table().splitlines()[0].split()[0] == "metric"  # no transaction: no column
+
+
+def test_transaction_rows_are_kept_apart_from_the_run_s_values() -> None:
+    """A transaction's P95 must not overwrite the run's in the asset event and the next baseline."""
+    from airflow_provider_loadtest.decisions.gate import Baseline, Verdict, asset_extra
+
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    rows = [*judge(spec, {P95: 700.0}, None), *judge(spec, {P95: 2345.0}, None, transaction="Checkout")]
+    verdict = Verdict(tuple(rows), None)
+    assert verdict.metrics == {P95: 700.0}
+    assert verdict.transactions == {"Checkout": {P95: 2345.0}}
+    extra = asset_extra({}, passed=False, verdict=verdict)
+    assert (extra["metrics"], extra["transactions"]) == ({P95: 700.0}, {"Checkout": {P95: 2345.0}})
+    saved = Baseline("br-1", verdict.metrics, transactions=verdict.transactions).to_xcom()
+    again = Baseline.from_xcom(saved)
+    assert again is not None and again.metrics == {P95: 700.0}
+    assert again.transactions == {"Checkout": {P95: 2345.0}}
+    older = Baseline.from_xcom({"bench_result_id": "br-0", "metrics": {P95: 1.0}})  # written before
+    assert older is not None and older.transactions == {}
