@@ -175,6 +175,7 @@ class Budget:
 
 
 def _mapping(parameter: str, value: object) -> Mapping[Any, Any]:
+    """``value`` as a mapping (None: empty); ``ValueError`` naming ``parameter`` otherwise."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -190,19 +191,18 @@ def parse_budgets(value: object) -> dict[str, Budget]:
     }
 
 
-def parse_regression(value: object) -> dict[str, float]:
-    """``max_regression_pct``: ``{metric id: how much worse than the baseline, in percent}``."""
+def parse_regression(value: object, parameter: str = "max_regression_pct") -> dict[str, float]:
+    """``max_regression_pct``: ``{metric id: how much worse than the baseline, in percent}``; errors
+    name ``parameter`` (e.g. transaction_max_regression_pct['Checkout'] for a transaction's bounds)."""
     bounds: dict[str, float] = {}
-    for metric, pct in _mapping("max_regression_pct", value).items():
-        check_metric_id("max_regression_pct", metric, regression=True)
+    for metric, pct in _mapping(parameter, value).items():
+        check_metric_id(parameter, metric, regression=True)
         try:
             number = float(pct)
         except (TypeError, ValueError):
             number = math.nan
         if isinstance(pct, bool) or not math.isfinite(number) or number < 0:
-            raise ValueError(
-                f"max_regression_pct[{metric!r}]: {pct!r} is not a percentage (a number, 0 or more)"
-            )
+            raise ValueError(f"{parameter}[{metric!r}]: {pct!r} is not a percentage (a number, 0 or more)")
         bounds[metric] = number
     return bounds
 

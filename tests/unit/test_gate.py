@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from unittest import mock
 
@@ -484,3 +485,13 @@ def test_transaction_rows_are_kept_apart_from_the_run_s_values() -> None:
     assert again.transactions == {"Checkout": {P95: 2345.0}}
     older = Baseline.from_xcom({"bench_result_id": "br-0", "metrics": {P95: 1.0}})  # written before
     assert older is not None and older.transactions == {}
+
+
+def test_a_bad_regression_bound_names_the_setting_it_came_from() -> None:
+    from airflow_provider_loadtest.decisions.gate import parse_regression
+
+    where = "transaction_max_regression_pct['Checkout']"
+    with pytest.raises(ValueError, match=rf"^{re.escape(where)}\['{P95}'\]: 'ten' is not a percentage"):
+        parse_regression({P95: "ten"}, where)
+    with pytest.raises(ValueError, match=rf"^{re.escape(where)}: USERLOAD is neither better nor worse"):
+        parse_regression({"USERLOAD": 10}, where)
