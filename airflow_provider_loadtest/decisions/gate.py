@@ -27,6 +27,7 @@ from airflow_provider_loadtest.decisions.history import (
     HistorySettings,
     HistoryUnreadable,
     SeriesHistory,
+    SeriesKey,
     judge_night,
 )
 
@@ -749,12 +750,19 @@ def evaluate(
     baseline_note: str | None = None,
     history: GateHistory | None = None,
     accepted: Iterable[str] = (),
+    transaction_rows: Iterable[GateRow] = (),
+    transaction_history: Mapping[SeriesKey, SeriesHistory] | None = None,
+    transactions_log: str | None = None,
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
     Driven like ``watch.watch_run``: yields API requests and log lines, returns the ``Verdict``. Under
     ``baseline="history"`` the caller gives the ``history`` read from XCom (and the metrics a person
     ``accepted``); ``Verdict.history`` is what to leave for the next night.
+
+    The transactions' rows, judged beforehand from the run's JTL files (``decisions.transactions``),
+    join the verdict after the run's (``transaction_history``: their series for the next night), and
+    ``transactions_log`` (the slowest transactions) follows the table.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -769,6 +777,9 @@ def evaluate(
         missing = [m for m, v in base_values.items() if v is None]
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
     rows, next_history = judge_history(spec, values, base_values, history=history, accepted=accepted)
+    rows += transaction_rows
+    if next_history is not None and transaction_history:
+        next_history = GateHistory({**next_history.series, **transaction_history})
     verdict = Verdict(
         rows=tuple(rows),
         baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
@@ -789,7 +800,8 @@ def evaluate(
     else:
         heading = f"Quality gate of run {bench_result_id} (budgets):"
     notes = "".join(f"\n{line}" for line in verdict.notes())
-    yield Log(f"{heading}\n{verdict.table()}{notes}")
+    after = f"\n{transactions_log}" if transactions_log else ""
+    yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
 
 

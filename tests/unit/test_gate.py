@@ -495,3 +495,33 @@ def test_a_bad_regression_bound_names_the_setting_it_came_from() -> None:
         parse_regression({P95: "ten"}, where)
     with pytest.raises(ValueError, match=rf"^{re.escape(where)}: USERLOAD is neither better nor worse"):
         parse_regression({"USERLOAD": 10}, where)
+
+
+def test_evaluate_joins_the_transaction_rows_history_and_log_to_the_run_s() -> None:
+    from airflow_provider_loadtest.decisions.gate import evaluate
+    from airflow_provider_loadtest.decisions.history import GateHistory, SeriesHistory
+    from airflow_provider_loadtest.decisions.watch import Log
+
+    spec = GateSpec.parse(None, {P95: 10}, "history")
+    checkout = judge(GateSpec.parse({P95: "<= 800"}, None, None), {P95: 2345.0}, None, transaction="Checkout")
+    steps = evaluate(
+        spec,
+        "br-1",
+        known_metrics={},
+        baseline=None,
+        history=GateHistory(),
+        transaction_rows=checkout,
+        transaction_history={("Checkout", P95): SeriesHistory((2345.0,))},
+        transactions_log="Slowest transactions ...",
+    )
+    request = next(steps)
+    assert request.path == "/analysis/metrics/summary"
+    log = steps.send([600.0])
+    assert isinstance(log, Log) and log.message.endswith("\nSlowest transactions ...")
+    assert "Checkout" in log.message.splitlines()[3]
+    with pytest.raises(StopIteration) as done:
+        next(steps)
+    verdict = done.value.value
+    assert [(r.transaction, r.passed) for r in verdict.rows] == [(None, True), ("Checkout", False)]
+    assert verdict.history is not None
+    assert set(verdict.history.series) == {(None, P95), ("Checkout", P95)}
