@@ -7,9 +7,15 @@ is named exactly, its own budget for a metric wins over a pattern's, and among p
 naming the metric wins, so that each (transaction, metric) has one row. The rows are ``gate.GateRow``s
 made by ``gate.judge``, the run gate's own code, with ``transaction`` set.
 
+``transaction_max_regression_pct`` (``{label or pattern: {metric id: percent}}``, the same rules) bounds
+how much worse each transaction may be than the task's ``baseline``, judged by ``gate.judge_history`` as
+the run's bounds are: against the baseline run's value of that transaction, or against the noise of the
+transaction's own history (its series ``(label, metric)`` in the task's gate history).
+
 A budget naming a transaction the run never sampled fails (a gate that measured nothing must not
-pass), naming the labels the run did sample, closest first. No I/O, and only cheap imports at module
-level: the operator checks the settings when the DAG is parsed.
+pass), naming the labels the run did sample, closest first; so does every row when the run's JTL files
+could not be read. No I/O (the run lifecycle downloads the files into ``decisions.jtl.JtlReader``), and
+only cheap imports at module level: the operator checks the settings when the DAG is parsed.
 """
 
 from __future__ import annotations
