@@ -7,7 +7,11 @@ sensor share the lifecycle: both are driven here."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from unittest import mock
 
@@ -19,8 +23,9 @@ from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, GateRow, GateSpec, judge_history
 from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY, GateHistory
+from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
-from tests.conftest import BASE_URL
+from tests.conftest import BASE_URL, connection_json
 from tests.unit.test_gate import SUMMARY_URL, _gate_context, _pushed
 from tests.unit.test_jtl import START_MS, Sample, jtl_text
 from tests.unit.test_run_lifecycle import FILES_URL, _op, _service
@@ -428,3 +433,61 @@ def test_templated_settings_pass_parse_time_and_fail_before_the_run_starts(
     with pytest.raises(AirflowFailException, match="'ten' is not a percentage"):
         op.execute(_gate_context())  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
+
+
+# --- a download cut on the way, through the real transport ---------------------------------------
+
+FULL_JTL = jtl_text(LG1).encode()
+#: The body stops at a line boundary: read as a file it would be a smaller, valid JTL.
+CUT_AT = FULL_JTL.index(b"\r\n", len(FULL_JTL) // 2) + 2
+
+
+class _CutDownloads(BaseHTTPRequestHandler):
+    """Lists one JTL file and sends it cut: half its bytes, then the connection closes."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        listing = self.path.startswith("/analysis/logs/list/")
+        body = json.dumps(["lg-1.jtl"]).encode() if listing else FULL_JTL
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body if body is not FULL_JTL else body[:CUT_AT])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def cutting_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CutDownloads)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LOADTEST_DEFAULT", connection_json(f"http://127.0.0.1:{server.server_address[1]}")
+    )
+    monkeypatch.setattr(hook_module, "_sleep", lambda seconds: None)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_a_download_cut_on_the_way_is_an_error_never_a_smaller_file(cutting_server: None) -> None:
+    from airflow_provider_loadtest.decisions.gate import Unreadable
+    from airflow_provider_loadtest.decisions.transactions import TransactionGate
+
+    op = _op(transaction_budgets=CHECKOUT)
+    gate = TransactionGate.parse(CHECKOUT, None, None)
+    with pytest.raises(LoadTestApiError, match=r"lg-1\.jtl"):
+        op._transaction_figures("br-1", gate, must=True)  # the run FINISHED: a retry judges again
+    unread = op._transaction_figures("br-1", gate, must=False)
+    assert isinstance(unread, Unreadable)
+    assert unread.reason.startswith("the JTL files of run br-1 could not be downloaded:")
