@@ -179,7 +179,7 @@ class RunLifecycle(LoadTestHookMixin):
             from airflow_provider_loadtest.decisions.transactions import TransactionGate
 
             TransactionGate.check_literal(transaction_budgets, transaction_max_regression_pct, baseline)
-            if not wait_for_completion:
+            if not wait_for_completion and (transaction_budgets or transaction_max_regression_pct):
                 raise ValueError(
                     "transaction_budgets and transaction_max_regression_pct need wait_for_completion=True: "
                     "they are judged from the JTL files of the ended run"
@@ -808,11 +808,10 @@ class RunLifecycle(LoadTestHookMixin):
         retry judges again; anything else is said, and the transaction rows fail as not measured."""
         from airflow_provider_loadtest.api.errors import LoadTestApiError
         from airflow_provider_loadtest.decisions.gate import Unreadable
-        from airflow_provider_loadtest.decisions.jtl import JtlError
 
         try:
             return self._read_jtl(bench_result_id, gate.metric_ids)
-        except JtlError as exc:
+        except ValueError as exc:  # a JtlError, or a listed name no download call may carry
             return Unreadable(str(exc))
         except LoadTestApiError as exc:
             if must and gate.active and not exc.never_succeeds:

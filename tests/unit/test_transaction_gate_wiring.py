@@ -220,8 +220,9 @@ def _failing_rows(context: dict[str, Any]) -> list[GateRow]:
         ({"lg-1.jtl": b"<?xml version='1.0'?><testResults/>"}, "lg-1.jtl is an XML JTL"),
         ({"lg-1.jtl": jtl_text(LG1).encode() + b"1,2,3\r\n"}, "lg-1.jtl line 202: the sample has 3 fields"),
         ({"lg-1.jtl": {"status_code": 404}}, "the JTL files of run br-1 could not be downloaded:"),
+        ({"../lg-1.jtl": b"x"}, "filename='../lg-1.jtl' is not a valid file name"),
     ],
-    ids=["no-jtl", "empty-download", "cut-gzip", "xml", "malformed", "gone"],
+    ids=["no-jtl", "empty-download", "cut-gzip", "xml", "malformed", "gone", "bad-name"],
 )
 def test_jtl_files_that_cannot_be_read_fail_every_transaction_row_as_not_measured(
     loadtest_conn: str, requests_mock: rm.Mocker, files: dict[str, Any], reason: str
