@@ -19,11 +19,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TypeVar, cast
 
 from airflow_provider_loadtest.decisions.run_record import positive_seconds, stop_hint, verdict_is_final
 from airflow_provider_loadtest.decisions.runs import check_gate_severity, is_terminal
@@ -34,9 +34,11 @@ from airflow_provider_loadtest.operators.common import LoadTestHookMixin
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
-    from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
-    from airflow_provider_loadtest.decisions.history import GateHistory
+    from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec, Unreadable, Verdict
+    from airflow_provider_loadtest.decisions.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
     from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.decisions.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.watch import RunOutcome, WatchOptions
 
 R = TypeVar("R")
@@ -130,6 +132,8 @@ class RunLifecycle(LoadTestHookMixin):
     baseline: Any
     max_regression_pct: Any
     history_settings: Any
+    transaction_budgets: Any
+    transaction_max_regression_pct: Any
     log: Any
     task_id: str
     execution_timeout: timedelta | None
@@ -149,6 +153,8 @@ class RunLifecycle(LoadTestHookMixin):
         baseline: Any,
         max_regression_pct: Any,
         history_settings: Any = None,
+        transaction_budgets: Any = None,
+        transaction_max_regression_pct: Any = None,
     ) -> None:
         """Check and set what every front door shares; a ``ValueError`` names a bad setting at parse time."""
         gate = check_gate_severity(fail_on_alarm_severity)
@@ -169,6 +175,15 @@ class RunLifecycle(LoadTestHookMixin):
             history_settings_of(history_settings, baseline, literal_only=True)
         if not wait_for_completion and (metric_budgets or max_regression_pct):
             raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
+        if transaction_budgets is not None or transaction_max_regression_pct is not None:
+            from airflow_provider_loadtest.decisions.transactions import TransactionGate
+
+            TransactionGate.check_literal(transaction_budgets, transaction_max_regression_pct, baseline)
+            if not wait_for_completion and (transaction_budgets or transaction_max_regression_pct):
+                raise ValueError(
+                    "transaction_budgets and transaction_max_regression_pct need wait_for_completion=True: "
+                    "they are judged from the JTL files of the ended run"
+                )
         self.check_interval = interval_s if interval_s is not None else 10.0
         self.fail_on_alarm_severity = gate
         self.stop_on_alarm = stop_on_alarm
@@ -180,6 +195,8 @@ class RunLifecycle(LoadTestHookMixin):
         self.baseline = baseline
         self.max_regression_pct = max_regression_pct
         self.history_settings = history_settings
+        self.transaction_budgets = transaction_budgets
+        self.transaction_max_regression_pct = transaction_max_regression_pct
         self._active_run: StartedRun | None = None
         self._store_works = True  # until the task finds it has no task state store it can rely on
         self._ti: Any = None
@@ -609,9 +626,8 @@ class RunLifecycle(LoadTestHookMixin):
             if verdict is not None and ti is not None:
                 from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, Baseline
 
-                ti.xcom_push(
-                    key=BASELINE_XCOM_KEY, value=Baseline(run.bench_result_id, verdict.metrics).to_xcom()
-                )
+                baseline = Baseline(run.bench_result_id, verdict.metrics, transactions=verdict.transactions)
+                ti.xcom_push(key=BASELINE_XCOM_KEY, value=baseline.to_xcom())
                 _push_history(ti, verdict)
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
@@ -651,6 +667,7 @@ class RunLifecycle(LoadTestHookMixin):
                 self.baseline,
                 history_settings_of(self.history_settings, self.baseline),
             )
+            self._transaction_gate(spec)
             if context is not None:
                 self._gate_accepted(context, spec)
         except ValueError as exc:
@@ -659,22 +676,34 @@ class RunLifecycle(LoadTestHookMixin):
             raise AirflowFailException(str(exc)) from exc
         return spec
 
+    def _transaction_gate(self, spec: GateSpec) -> TransactionGate:
+        """The rendered ``transaction_budgets`` and ``transaction_max_regression_pct``, checked against
+        the task's baseline (``ValueError`` names what is wrong)."""
+        from airflow_provider_loadtest.decisions.transactions import TransactionGate
+
+        return TransactionGate.parse(
+            self.transaction_budgets, self.transaction_max_regression_pct, spec.baseline
+        )
+
     def _gate_accepted(self, context: Context, spec: GateSpec) -> frozenset[str]:
         """The gated metrics whose change a person accepted as the new normal for this DAG run
-        (``decisions.history.accepted_metrics``); only ``baseline="history"`` has a normal to move.
-        ``ValueError`` for a value that does not read: a typo must not pass a regression."""
+        (``decisions.history.accepted_metrics``), for the run and its transactions alike; only
+        ``baseline="history"`` has a normal to move. ``ValueError`` for a value that does not read:
+        a typo must not pass a regression."""
         from airflow_provider_loadtest.decisions.history import HISTORY, accepted_metrics
 
         if spec.baseline != HISTORY:
             return frozenset()
-        return accepted_metrics(dag_run_conf(context), self.task_id, spec.metric_ids)
+        gated = dict.fromkeys([*spec.metric_ids, *self._transaction_gate(spec).metric_ids])
+        return accepted_metrics(dag_run_conf(context), self.task_id, gated)
 
     def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
         """Fetch the values and judge them, once the run ended. After a failed run this is best
         effort (the task fails for the run's own reason); after a FINISHED one a failed fetch fails
         the task, and a retry re-attaches to the run (kept in its record) and judges again."""
         spec = self._gate_spec()
-        if not spec.active or not is_terminal(outcome.state):
+        transactions = self._transaction_gate(spec)
+        if not (spec.active or transactions.active) or not is_terminal(outcome.state):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
         from airflow_provider_loadtest.decisions.history import HISTORY
@@ -689,29 +718,138 @@ class RunLifecycle(LoadTestHookMixin):
                 from airflow_provider_loadtest.compat import AirflowFailException
 
                 raise AirflowFailException(str(exc)) from exc
-            moved = sorted(accepted & set(spec.max_regression_pct))  # a budget has no normal to move
+            bounded = {*spec.max_regression_pct, *transactions.bounded_metric_ids}
+            moved = sorted(accepted & bounded)  # a budget has no normal to move
             if moved:
                 self.log.warning(
                     "The DAG run accepts the change of %s as the new normal (loadtest_accept_change): "
                     "not judged against the history tonight, which restarts from this run",
                     ", ".join(moved),
                 )
-        steps = evaluate(
-            spec,
-            run.bench_result_id,
-            known_metrics=run.summary_metrics or {},
-            baseline=baseline,
-            baseline_note=note,
-            history=history,
-            accepted=accepted,
-        )
         try:
+            rows, series, text = self._judge_transactions(
+                run, transactions, spec, baseline, history, accepted, must=outcome.succeeded
+            )
+            steps = evaluate(
+                spec,
+                run.bench_result_id,
+                known_metrics=run.summary_metrics or {},
+                baseline=baseline,
+                baseline_note=note,
+                history=history,
+                accepted=accepted,
+                transaction_rows=rows,
+                transaction_history=series,
+                transactions_log=text,
+            )
             return self.hook.drive(steps, self.log)
         except Exception as exc:
             if outcome.succeeded:
                 raise
             self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
             return None
+
+    # --- the gate per transaction, from the run's JTL files ---------------------------------------
+
+    def _judge_transactions(
+        self,
+        run: StartedRun,
+        gate: TransactionGate,
+        spec: GateSpec,
+        baseline: Baseline | None,
+        history: GateHistory | None,
+        accepted: frozenset[str],
+        *,
+        must: bool,
+    ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None]:
+        """Read the run's JTL files once and judge each transaction (``decisions.transactions``); also
+        the slowest transactions for the log, gated or not. A run without JTL files, or one that does
+        not read, fails every transaction row as not measured; with no transaction gate it only loses
+        the list of the slowest."""
+        from airflow_provider_loadtest.decisions.gate import Unreadable
+        from airflow_provider_loadtest.decisions.history import HISTORY
+        from airflow_provider_loadtest.decisions.transactions import (
+            judge_transaction_gate,
+            needs_baseline_run,
+            slowest_text,
+        )
+
+        summary = self._transaction_figures(run.bench_result_id, gate, must=must)
+        if isinstance(summary, Unreadable):
+            text = None if gate.active else f"The slowest transactions are not listed: {summary.reason}"
+        else:
+            text = slowest_text(summary)
+        known: Mapping[str, Mapping[str, object]] | Unreadable | None = None
+        baseline_summary: JtlSummary | Unreadable | None = None
+        if gate.bounds and baseline is not None and spec.baseline != HISTORY:
+            if baseline.unreadable is not None:
+                known = Unreadable(baseline.unreadable)
+            else:
+                known = baseline.transactions
+                if not isinstance(summary, Unreadable) and needs_baseline_run(gate, summary, known):
+                    baseline_summary = self._transaction_figures(baseline.bench_result_id, gate, must=must)
+        rows, series = judge_transaction_gate(
+            gate,
+            summary,
+            baseline=spec.baseline,
+            baseline_values=known,
+            baseline_summary=baseline_summary,
+            history=history,
+            accepted=accepted,
+            settings=spec.history,
+        )
+        return rows, series, text
+
+    def _transaction_figures(
+        self, bench_result_id: str, gate: TransactionGate, *, must: bool
+    ) -> JtlSummary | Unreadable:
+        """A run's JTL figures, or why there are none. A failure a retry could get past (the service
+        or the network) fails the task when the run FINISHED and transactions are gated, so that a
+        retry judges again; anything else is said, and the transaction rows fail as not measured."""
+        from airflow_provider_loadtest.api.errors import LoadTestApiError
+        from airflow_provider_loadtest.decisions.gate import Unreadable
+
+        try:
+            return self._read_jtl(bench_result_id, gate.metric_ids)
+        except ValueError as exc:  # a JtlError, or a listed name no download call may carry
+            return Unreadable(str(exc))
+        except LoadTestApiError as exc:
+            if must and gate.active and not exc.never_succeeds:
+                raise
+            return Unreadable(f"the JTL files of run {bench_result_id} could not be downloaded: {exc}")
+
+    def _read_jtl(self, bench_result_id: str, metric_ids: Iterable[str]) -> JtlSummary:
+        """Every JTL file of a run (one per load generator) streamed from the service into one reader:
+        memory holds per-transaction figures, never a file (``decisions.jtl``). ``JtlError`` for a run
+        without JTL files, a file that does not read or a download that came back empty."""
+        from airflow_provider_loadtest.api import endpoints
+        from airflow_provider_loadtest.decisions.jtl import JtlError, JtlReader, jtl_files
+
+        began = time.monotonic()
+        names = jtl_files(self.hook.list_run_files(bench_result_id), bench_result_id)
+        reader = JtlReader(metric_ids)
+        size = 0
+        for name in names:
+            part = reader.file(name)
+            self.hook.call(endpoints.download_run_file(bench_result_id, name), sink=cast("BinaryIO", part))
+            if part.tell() == 0:
+                raise JtlError(
+                    f"The download of JTL file {name!r} of run {bench_result_id} was empty (0 bytes): "
+                    "a JTL file holds at least its header line, so the download was cut"
+                )
+            size += part.tell()
+            part.close()
+        summary = reader.summary()
+        self.log.info(
+            "Read %d samples of %d transactions from %d JTL file(s) of run %s (%.1f MB) in %.1f s",
+            summary.samples,
+            len(summary.transactions),
+            len(names),
+            bench_result_id,
+            size / 1e6,
+            time.monotonic() - began,
+        )
+        return summary
 
     def _gate_history(self, context: Context) -> GateHistory | None:
         """The history the latest earlier DAG run of this task left in XCom (``baseline="history"``),

@@ -67,6 +67,13 @@ STEPS = [
         "2026-11-02",
         succeeds=False,
     ),
+    Step(
+        "dags test loadtest_transaction_gate (fails on Checkout)",
+        "loadtest_transaction_gate",
+        GATE,
+        "2026-11-03",
+        succeeds=False,
+    ),
 ]
 VARIANTS = ("ours", "control")
 SIMULATOR, MIGRATE, TOTAL = "simulator start", "airflow db migrate", "total (the demo's wall time)"

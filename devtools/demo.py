@@ -9,8 +9,11 @@ percent of noise from run to run, and 20 % slower at every run). A real season o
 would take weeks, so the demo stands in for one: the history that 20 passing nights at the scenario's
 usual speed would have left (the simulator's own figures and noise, judged by the gate's own code) is
 put in XCom on the DAG run of the day before. Then two real nights: the first is judged noise against
-that history and passes, the second (20 % slower) is a regression and fails. It prints what happened
-and cleans up, even when a step fails. Exits non-zero when a DAG run did not end as expected.
+that history and passes, the second (20 % slower) is a regression and fails. Last, one night of the
+transaction gate (``loadtest_transaction_gate``) on the same scenario, whose third run has slowed
+Checkout almost fivefold while the run's own p95 grew by half: the run's gate passes, Checkout's
+budget fails, and the log lists the slowest transactions. It prints what happened and cleans up, even
+when a step fails. Exits non-zero when a DAG run did not end as expected.
 """
 
 from __future__ import annotations
@@ -142,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(result.output[-4000:], file=sys.stderr)
             if not args.dag_ids and not _gate_demo(home, env):
                 failed.append(GATE_DAG_ID)
+            if not args.dag_ids and not _transaction_demo(home, env):
+                failed.append(TRANSACTION_DAG_ID)
             print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
             return 1 if failed else 0
     finally:
@@ -238,6 +243,43 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
         )
     )
     return expected
+
+
+TRANSACTION_DAG_ID = "loadtest_transaction_gate"
+TRANSACTION_NIGHT = "2026-11-03"
+
+
+def _transaction_demo(home: AirflowHome, env: dict[str, str]) -> bool:
+    """One night of the transaction gate on the scenario the release gate just ran twice (its third run:
+    Checkout far slower, the run as a whole much less): the run's rows pass, Checkout's budget fails.
+    True when that happened."""
+    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": GATE_SCENARIO}
+    night = f"{TRANSACTION_DAG_ID} {TRANSACTION_NIGHT}"
+    print(f"[demo] running: airflow dags test {night} (scenario {GATE_SCENARIO})")
+    result = home.dags_test(TRANSACTION_DAG_ID, env, logical_date=TRANSACTION_NIGHT)
+    (home.path / f"{TRANSACTION_DAG_ID}.log").write_text(result.output)
+    run = result.xcom(TRANSACTION_DAG_ID, GATE_TASK_ID) or {}
+    print(f"[demo] --- {TRANSACTION_DAG_ID}: run {run.get('bench_result_id')} {run.get('state')} ---")
+    start = result.output.find("Quality gate of run")
+    if start >= 0:
+        print(result.output[start:].split(" [airflow.task", 1)[0])
+    failure = result.output.find("Quality gate failed")
+    if failure >= 0:
+        print("[demo] " + result.output[failure:].splitlines()[0][:400])
+    print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
+    rows = run.get("gate", [])
+    run_passed = [row["passed"] for row in rows if row.get("transaction") is None]
+    failing = {row.get("transaction") for row in rows if not row["passed"]}
+    expected = not result.succeeded and run_passed and all(run_passed) and failing == {"Checkout"}
+    print(
+        "[demo] transaction gate: "
+        + (
+            "the run's own figures passed its gate, Checkout failed its budget: the task failed, as expected"
+            if expected
+            else f"UNEXPECTED (succeeded: {result.succeeded}, run rows: {run_passed}, failing: {failing})"
+        )
+    )
+    return bool(expected)
 
 
 def _count_starts(url: str) -> int:

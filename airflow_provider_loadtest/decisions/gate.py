@@ -11,7 +11,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -27,6 +27,7 @@ from airflow_provider_loadtest.decisions.history import (
     HistorySettings,
     HistoryUnreadable,
     SeriesHistory,
+    SeriesKey,
     judge_night,
 )
 
@@ -155,11 +156,14 @@ class Budget:
     bound: float
 
     @classmethod
-    def parse(cls, metric: str, condition: object) -> Budget:
+    def parse(cls, metric: str, condition: object, parameter: str = "metric_budgets") -> Budget:
+        """The condition, or a ``ValueError`` naming the setting it came from: ``parameter[metric]``, such
+        as metric_budgets['RESPONSE_TIME_AVG'] (the default) or
+        transaction_budgets['Checkout']['RESPONSE_TIME_AVG'] (a transaction's budget)."""
         match = _CONDITION.match(condition) if isinstance(condition, str) else None
         if match is None or not math.isfinite(float(match.group(2))):
             raise ValueError(
-                f"metric_budgets[{metric!r}]: condition {condition!r} does not parse; write an operator "
+                f"{parameter}[{metric!r}]: condition {condition!r} does not parse; write an operator "
                 "(<, <=, > or >=) and a number, such as '<= 800'"
             )
         return cls(match.group(1), float(match.group(2)))
@@ -172,6 +176,7 @@ class Budget:
 
 
 def _mapping(parameter: str, value: object) -> Mapping[Any, Any]:
+    """``value`` as a mapping (None: empty); ``ValueError`` naming ``parameter`` otherwise."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -187,19 +192,18 @@ def parse_budgets(value: object) -> dict[str, Budget]:
     }
 
 
-def parse_regression(value: object) -> dict[str, float]:
-    """``max_regression_pct``: ``{metric id: how much worse than the baseline, in percent}``."""
+def parse_regression(value: object, parameter: str = "max_regression_pct") -> dict[str, float]:
+    """``max_regression_pct``: ``{metric id: how much worse than the baseline, in percent}``; errors
+    name ``parameter`` (e.g. transaction_max_regression_pct['Checkout'] for a transaction's bounds)."""
     bounds: dict[str, float] = {}
-    for metric, pct in _mapping("max_regression_pct", value).items():
-        check_metric_id("max_regression_pct", metric, regression=True)
+    for metric, pct in _mapping(parameter, value).items():
+        check_metric_id(parameter, metric, regression=True)
         try:
             number = float(pct)
         except (TypeError, ValueError):
             number = math.nan
         if isinstance(pct, bool) or not math.isfinite(number) or number < 0:
-            raise ValueError(
-                f"max_regression_pct[{metric!r}]: {pct!r} is not a percentage (a number, 0 or more)"
-            )
+            raise ValueError(f"{parameter}[{metric!r}]: {pct!r} is not a percentage (a number, 0 or more)")
         bounds[metric] = number
     return bounds
 
@@ -340,6 +344,8 @@ class Baseline:
     bench_result_id: str
     metrics: Mapping[str, float | None]
     unreadable: str | None = None
+    #: Per transaction (JTL label), its gated values: kept apart from the run's ``metrics``.
+    transactions: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @classmethod
     def from_xcom(cls, data: object) -> Baseline | None:
@@ -348,10 +354,23 @@ class Baseline:
         if not isinstance(data, Mapping) or not isinstance(data.get("bench_result_id"), str):
             return cls("", {}, unreadable=f"the baseline in XCom ({BASELINE_XCOM_KEY}) does not parse")
         metrics = data.get("metrics")
-        return cls(data["bench_result_id"], dict(metrics) if isinstance(metrics, Mapping) else {})
+        transactions = data.get("transactions")
+        return cls(
+            data["bench_result_id"],
+            dict(metrics) if isinstance(metrics, Mapping) else {},
+            transactions={
+                str(label): dict(values)
+                for label, values in (transactions.items() if isinstance(transactions, Mapping) else ())
+                if isinstance(values, Mapping)
+            },
+        )
 
     def to_xcom(self) -> dict[str, Any]:
-        return {"bench_result_id": self.bench_result_id, "metrics": dict(self.metrics)}
+        return {
+            "bench_result_id": self.bench_result_id,
+            "metrics": dict(self.metrics),
+            "transactions": {label: dict(values) for label, values in self.transactions.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -541,6 +560,9 @@ def judge_history(
 ) -> tuple[list[GateRow], GateHistory | None]:
     """The rows, and the history to leave for the next night (None without ``baseline="history"``).
 
+    ``transaction`` (a JTL label) judges that transaction's values: its rows carry the label and its
+    history is its own series ``(label, metric)``.
+
     A metric the baseline lacks fails its bound as not measured (the service was asked for it). Under
     ``baseline="history"`` with no ``history`` read, every bounded metric fails as not measured: a
     caller that forgot to read it must not pass a regression.
@@ -574,7 +596,7 @@ def judge_history(
             settings=spec.history,
             accepted=metric in accepted,
         )
-        rows.append(row)
+        rows.append(replace(row, transaction=transaction) if transaction is not None else row)
         if next_series is not None:
             series[(transaction, metric)] = next_series
     if spec.baseline != HISTORY:
@@ -615,14 +637,27 @@ class Verdict:
 
     @property
     def metrics(self) -> dict[str, float | None]:
-        return {row.metric: row.value for row in self.rows}
+        """The run's gated values, by metric id (transaction rows are in ``transactions``)."""
+        return {row.metric: row.value for row in self.rows if row.transaction is None}
+
+    @property
+    def transactions(self) -> dict[str, dict[str, float | None]]:
+        """The transactions' gated values: ``{label: {metric id: value}}``."""
+        found: dict[str, dict[str, float | None]] = {}
+        for row in self.rows:
+            if row.transaction is not None:
+                found.setdefault(row.transaction, {})[row.metric] = row.value
+        return found
 
     def table(self) -> str:
         """The verdict as a fixed-width table for the task log: per metric, tonight's value, what it
         was compared against (the baseline, or the history's centre and noise band), the change, and
-        the judgement."""
+        the judgement. With transaction rows, a first column names the transaction (``(run)``: the
+        run as a whole)."""
         with_band = any(row.band_high is not None for row in self.rows)
+        with_transaction = any(row.transaction is not None for row in self.rows)
         header = (
+            *(("transaction",) if with_transaction else ()),
             "metric",
             "value",
             "budget",
@@ -633,6 +668,7 @@ class Verdict:
         )
         lines = [header] + [
             (
+                *((_transaction_text(row),) if with_transaction else ()),
                 row.metric,
                 _number(row.value),
                 row.budget or "-",
@@ -650,21 +686,31 @@ class Verdict:
 
     def notes(self) -> list[str]:
         """What the log should say beside the table: suspected changes, short histories, accepted ones."""
-        return [f"{row.metric}: {row.note}" for row in self.rows if row.note]
+        return [f"{_series_text(row)}: {row.note}" for row in self.rows if row.note]
 
     def message(self) -> str:
-        """Why the gate failed, naming every failing metric with its value, the baseline's and the change."""
+        """Why the gate failed, naming every failing metric (and its transaction) with its value, the
+        baseline's and the change."""
         parts = []
         for row in self.rows:
             if row.passed:
                 continue
-            detail = f"{row.metric} {_number(row.value)}"
+            detail = f"{_series_text(row)} {_number(row.value)}"
             if row.baseline is not None:
                 against = "history centre" if row.centre is not None else "baseline"
                 detail += f" vs {against} {_number(row.baseline)} ({_change_text(row)})"
             parts.append(f"{detail}: {row.reason}")
         against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
         return f"Quality gate failed{against}: " + "; ".join(parts)
+
+
+def _transaction_text(row: GateRow) -> str:
+    return "(run)" if row.transaction is None else " ".join(row.transaction.split()) or repr(row.transaction)
+
+
+def _series_text(row: GateRow) -> str:
+    """The metric, and the transaction it is about (``RESPONSE_TIME_AVG of 'Checkout'``)."""
+    return row.metric if row.transaction is None else f"{row.metric} of {row.transaction!r}"
 
 
 def _baseline_text(row: GateRow) -> str:
@@ -704,12 +750,19 @@ def evaluate(
     baseline_note: str | None = None,
     history: GateHistory | None = None,
     accepted: Iterable[str] = (),
+    transaction_rows: Iterable[GateRow] = (),
+    transaction_history: Mapping[SeriesKey, SeriesHistory] | None = None,
+    transactions_log: str | None = None,
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
     Driven like ``watch.watch_run``: yields API requests and log lines, returns the ``Verdict``. Under
     ``baseline="history"`` the caller gives the ``history`` read from XCom (and the metrics a person
     ``accepted``); ``Verdict.history`` is what to leave for the next night.
+
+    The transactions' rows, judged beforehand from the run's JTL files (``decisions.transactions``),
+    join the verdict after the run's (``transaction_history``: their series for the next night), and
+    ``transactions_log`` (the slowest transactions) follows the table.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -724,6 +777,9 @@ def evaluate(
         missing = [m for m, v in base_values.items() if v is None]
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
     rows, next_history = judge_history(spec, values, base_values, history=history, accepted=accepted)
+    rows += transaction_rows
+    if next_history is not None and transaction_history:
+        next_history = GateHistory({**next_history.series, **transaction_history})
     verdict = Verdict(
         rows=tuple(rows),
         baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
@@ -744,13 +800,15 @@ def evaluate(
     else:
         heading = f"Quality gate of run {bench_result_id} (budgets):"
     notes = "".join(f"\n{line}" for line in verdict.notes())
-    yield Log(f"{heading}\n{verdict.table()}{notes}")
+    after = f"\n{transactions_log}" if transactions_log else ""
+    yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
 
 
 def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | None) -> dict[str, Any]:
     """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict: the
-    run, the values, and the gate's rows (the same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
+    run, the values (``metrics`` for the run, ``transactions`` per JTL label), and the gate's rows (the
+    same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
     return {
         "scenario_id": result.get("scenario_id"),
         "bench_result_id": result.get("bench_result_id"),
@@ -758,5 +816,6 @@ def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | N
         "state": result.get("state"),
         "passed": passed,
         "metrics": verdict.metrics if verdict is not None else {},
+        "transactions": verdict.transactions if verdict is not None else {},
         "gate": [row.to_xcom() for row in verdict.rows] if verdict is not None else [],
     }

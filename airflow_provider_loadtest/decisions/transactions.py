@@ -7,35 +7,61 @@ is named exactly, its own budget for a metric wins over a pattern's, and among p
 naming the metric wins, so that each (transaction, metric) has one row. The rows are ``gate.GateRow``s
 made by ``gate.judge``, the run gate's own code, with ``transaction`` set.
 
+``transaction_max_regression_pct`` (``{label or pattern: {metric id: percent}}``, the same rules) bounds
+how much worse each transaction may be than the task's ``baseline``, judged by ``gate.judge_history`` as
+the run's bounds are: against the baseline run's value of that transaction, or against the noise of the
+transaction's own history (its series ``(label, metric)`` in the task's gate history).
+
 A budget naming a transaction the run never sampled fails (a gate that measured nothing must not
-pass), naming the labels the run did sample, closest first. No I/O, and only cheap imports at module
-level: the operator checks the settings when the DAG is parsed.
+pass), naming the labels the run did sample, closest first; so does every row when the run's JTL files
+could not be read. No I/O (the run lifecycle downloads the files into ``decisions.jtl.JtlReader``), and
+only cheap imports at module level: the operator checks the settings when the DAG is parsed.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_loadtest.api.validation import is_templated
 from airflow_provider_loadtest.decisions.gate import (
+    DEFAULT_HISTORY,
     Budget,
     GateRow,
     GateSpec,
     Unreadable,
     check_metric_id,
-    judge,
+    judge_history,
+    parse_regression,
 )
-from airflow_provider_loadtest.decisions.history import NOT_MEASURED
+from airflow_provider_loadtest.decisions.history import (
+    HISTORY,
+    NOT_MEASURED,
+    GateHistory,
+    HistorySettings,
+    SeriesHistory,
+    SeriesKey,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
 
-__all__ = ["PARAMETER", "TransactionBudgets", "judge_transactions", "slowest_text", "unsampled_reason"]
+__all__ = [
+    "BOUNDS_PARAMETER",
+    "PARAMETER",
+    "TransactionBudgets",
+    "TransactionGate",
+    "judge_transaction_gate",
+    "judge_transactions",
+    "needs_baseline_run",
+    "slowest_text",
+    "unsampled_reason",
+]
 
 PARAMETER = "transaction_budgets"
+BOUNDS_PARAMETER = "transaction_max_regression_pct"
 _PATTERN_CHARACTERS = frozenset("*?[")
 #: How many sampled labels a failure for an unsampled transaction names.
 _LABELS_NAMED = 10
@@ -61,14 +87,6 @@ def _check_metric(where: str, metric: object) -> str:
             f"gated on {', '.join(computable)}"
         )
     return metric_id
-
-
-def _budget(where: str, metric: str, condition: object) -> Budget:
-    try:
-        return Budget.parse(metric, condition)
-    except ValueError as exc:  # gate.Budget names its own parameter: name ours instead
-        detail = str(exc).split(": ", 1)[-1]
-        raise ValueError(f"{where}[{metric!r}]: {detail}") from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +116,7 @@ class TransactionBudgets:
                     "{'RESPONSE_TIME_PERCENTILE_95': '<= 800'}"
                 )
             budgets[key] = {
-                _check_metric(where, metric): _budget(where, metric, condition)
+                _check_metric(where, metric): Budget.parse(metric, condition, where)
                 for metric, condition in conditions.items()
             }
         return cls(budgets)
@@ -153,14 +171,18 @@ def unsampled_reason(key: str, labels: Sequence[str]) -> str:
     return f"{what}; labels sampled (closest first): {', '.join(map(repr, named))}{more}"
 
 
+T = TypeVar("T")
+
+
 def _assignments(
-    budgets: TransactionBudgets, labels: Sequence[str]
-) -> tuple[dict[str, dict[str, Budget]], list[str]]:
-    """Which budget each (label, metric) gets, and the keys no sampled label answers."""
+    settings: Mapping[str, Mapping[str, T]], labels: Sequence[str]
+) -> tuple[dict[str, dict[str, T]], list[str]]:
+    """Which setting (a budget or a bound) each (label, metric) gets, and the keys no sampled label
+    answers."""
     sampled = set(labels)
-    assigned: dict[str, dict[str, tuple[Budget, bool]]] = {}
+    assigned: dict[str, dict[str, tuple[T, bool]]] = {}
     unmatched: list[str] = []
-    for key, conditions in budgets.budgets.items():
+    for key, per_metric in settings.items():
         exact = key in sampled
         targets = [key] if exact else [label for label in labels if fnmatch.fnmatchcase(label, key)]
         if not targets:
@@ -168,9 +190,9 @@ def _assignments(
             continue
         for label in targets:
             slot = assigned.setdefault(label, {})
-            for metric, budget in conditions.items():
+            for metric, setting in per_metric.items():
                 if metric not in slot or (exact and not slot[metric][1]):
-                    slot[metric] = (budget, exact)
+                    slot[metric] = (setting, exact)
     return {label: {m: b for m, (b, _) in slot.items()} for label, slot in assigned.items()}, unmatched
 
 
@@ -178,35 +200,209 @@ def _assignments(
 NO_COLUMN = "the run's JTL files lack the column it is computed from"
 
 
-def judge_transactions(budgets: TransactionBudgets, summary: JtlSummary) -> list[GateRow]:
-    """One row per (transaction, metric), judged by ``gate.judge`` as the run's metrics are; a key no
-    sample answers gets a failing (not measured) row per metric it names."""
+@dataclass(frozen=True)
+class TransactionGate:
+    """The gate per transaction a task asked for, checked: ``transaction_budgets`` and
+    ``transaction_max_regression_pct`` (``{label or pattern: {metric id: percent}}``, judged against
+    the task's ``baseline`` like ``max_regression_pct``: the previous run's value of that transaction,
+    a pinned run's, or the noise of its own history)."""
+
+    budgets: TransactionBudgets = field(default_factory=lambda: TransactionBudgets({}))
+    bounds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, budgets: object, bounds: object, baseline: object) -> TransactionGate:
+        """Check the rendered settings (``baseline`` as ``GateSpec.parse`` read it); ``ValueError``
+        names what is wrong."""
+        gate = cls(TransactionBudgets.parse(budgets), _parse_bounds(bounds))
+        if gate.bounds and baseline in (None, ""):
+            raise ValueError(
+                "transaction_max_regression_pct needs a baseline: 'history', 'previous' or a bench result id"
+            )
+        return gate
+
+    @classmethod
+    def check_literal(cls, budgets: object, bounds: object, baseline: object) -> None:
+        """At DAG-parse time: check what is not a template (the rest is checked once rendered)."""
+        TransactionBudgets.check_literal(budgets)
+        if is_templated(bounds):
+            return
+        plain = _plain(bounds)
+        cls.parse(None, plain, "previous" if is_templated(baseline) else baseline)
+
+    @property
+    def metric_ids(self) -> tuple[str, ...]:
+        """Every metric id a budget or bound names, once (what the JTL reader must compute)."""
+        bounded = (m for per_metric in self.bounds.values() for m in per_metric)
+        return tuple(dict.fromkeys([*self.budgets.metric_ids, *bounded]))
+
+    @property
+    def bounded_metric_ids(self) -> tuple[str, ...]:
+        """The metric ids with a regression bound on some transaction (what a person may accept)."""
+        return tuple(dict.fromkeys(m for per_metric in self.bounds.values() for m in per_metric))
+
+    @property
+    def active(self) -> bool:
+        return self.budgets.active or bool(self.bounds)
+
+    @property
+    def named(self) -> list[str]:
+        """The labels and patterns named, in the order given (budgets first)."""
+        return list(dict.fromkeys([*self.budgets.budgets, *self.bounds]))
+
+
+def _plain(value: object) -> object:
+    """``transaction_max_regression_pct`` without its templated keys and values (checked later)."""
+    if not isinstance(value, Mapping):
+        return value
+    plain: dict[Any, Any] = {}
+    for key, per_metric in value.items():
+        if is_templated(key) or is_templated(per_metric):
+            continue
+        kept = per_metric
+        if isinstance(per_metric, Mapping) and per_metric:
+            kept = {m: p for m, p in per_metric.items() if not (is_templated(m) or is_templated(p))}
+            if not kept:
+                continue
+        plain[key] = kept
+    return plain
+
+
+def _parse_bounds(value: object) -> dict[str, dict[str, float]]:
+    if value is None or value == {}:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"{BOUNDS_PARAMETER} must be a mapping of transaction label (or pattern such as 'api/*') to "
+            f"{{metric id: percent}}, got {type(value).__name__}"
+        )
+    bounds: dict[str, dict[str, float]] = {}
+    for key, per_metric in value.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{BOUNDS_PARAMETER}: {key!r} is not a transaction label (a non-empty string)")
+        where = f"{BOUNDS_PARAMETER}[{key!r}]"
+        if not isinstance(per_metric, Mapping) or not per_metric:
+            raise ValueError(
+                f"{where} must be a non-empty mapping of metric id to percent, such as "
+                "{'RESPONSE_TIME_PERCENTILE_95': 10}"
+            )
+        for metric in per_metric:
+            _check_metric(where, metric)
+        bounds[key] = parse_regression(per_metric, where)
+    return bounds
+
+
+def _unmeasured_rows(gate: TransactionGate, key: str, reason: str) -> list[GateRow]:
+    """A failing (not measured) row for each metric ``key`` names: nothing could be judged."""
+    budgets = gate.budgets.budgets.get(key, {})
+    bounds = gate.bounds.get(key, {})
+    return [
+        GateRow(
+            metric=metric,
+            value=None,
+            passed=False,
+            budget=str(budgets[metric]) if metric in budgets else None,
+            max_regression_pct=bounds.get(metric),
+            reason=f"not measured: {reason}",
+            status=NOT_MEASURED,
+            transaction=key,
+        )
+        for metric in dict.fromkeys([*budgets, *bounds])
+    ]
+
+
+def needs_baseline_run(
+    gate: TransactionGate, summary: JtlSummary, known: Mapping[str, Mapping[str, object]]
+) -> bool:
+    """Whether a bound needs a baseline value that ``known`` (from XCom) lacks: the baseline run's own
+    JTL files must then be read."""
+    bounds, _ = _assignments(gate.bounds, summary.labels)
+    return any(known.get(label, {}).get(metric) is None for label, per in bounds.items() for metric in per)
+
+
+def judge_transaction_gate(
+    gate: TransactionGate,
+    summary: JtlSummary | Unreadable,
+    *,
+    baseline: str | None = None,
+    baseline_values: Mapping[str, Mapping[str, object]] | Unreadable | None = None,
+    baseline_summary: JtlSummary | Unreadable | None = None,
+    history: GateHistory | None = None,
+    accepted: Iterable[str] = (),
+    settings: HistorySettings | None = None,
+) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory]]:
+    """One row per (transaction, metric), judged by ``gate.judge_history`` as the run's metrics are, and
+    the transactions' history series for the next night (``baseline="history"``).
+
+    ``summary`` is the run's JTL figures, or why they could not be read: every row then fails as not
+    measured. ``baseline`` is the task's (``GateSpec.baseline``). For a baseline run, its values come
+    from ``baseline_values`` (the XCom it left, ``{label: {metric: value}}``; ``Unreadable``: fail the
+    bounds) and, for what that lacks, from ``baseline_summary`` (its own JTL files, when read);
+    ``baseline_values=None``: no baseline run yet (budgets only, as for the run). A key no sample
+    answers gets a failing row per metric it names.
+    """
+    if isinstance(summary, Unreadable):
+        return [row for key in gate.named for row in _unmeasured_rows(gate, key, summary.reason)], {}
     labels = summary.labels
-    assigned, unmatched = _assignments(budgets, labels)
+    budgets, unmatched = _assignments(gate.budgets.budgets, labels)
+    bounds, unbounded = _assignments(gate.bounds, labels)
     rows: list[GateRow] = []
-    for label, conditions in assigned.items():
+    series: dict[SeriesKey, SeriesHistory] = {}
+    for label in dict.fromkeys([*budgets, *bounds]):
         stats = summary.transactions[label]
+        spec = GateSpec(
+            budgets=budgets.get(label, {}),
+            max_regression_pct=bounds.get(label, {}),
+            baseline=baseline,
+            history=settings or DEFAULT_HISTORY,
+        )
         values: dict[str, object] = {}
-        for metric in conditions:
+        for metric in spec.metric_ids:
             value = stats.metric(metric)
             values[metric] = value if value is not None else Unreadable(NO_COLUMN)
-        spec = GateSpec(budgets=conditions, max_regression_pct={}, baseline=None)
-        rows += [replace(row, transaction=label) for row in judge(spec, values, None, transaction=label)]
-    for key in unmatched:
-        reason = f"not measured: {unsampled_reason(key, labels)}"
-        rows += [
-            GateRow(
-                metric=metric,
-                value=None,
-                passed=False,
-                budget=str(budget),
-                reason=reason,
-                status=NOT_MEASURED,
-                transaction=key,
-            )
-            for metric, budget in budgets.budgets[key].items()
-        ]
-    return rows
+        base = None
+        if baseline != HISTORY and baseline_values is not None and spec.max_regression_pct:
+            base = _baseline_of(label, spec.metric_ids, baseline_values, baseline_summary)
+        judged, after = judge_history(
+            spec, values, base, history=history, accepted=accepted, transaction=label
+        )
+        rows += judged
+        if after is not None:
+            series.update((key, value) for key, value in after.series.items() if key[0] == label)
+    for key in dict.fromkeys([*unmatched, *unbounded]):
+        rows += _unmeasured_rows(gate, key, unsampled_reason(key, labels))
+    return rows, series
+
+
+def _baseline_of(
+    label: str,
+    metric_ids: Sequence[str],
+    known: Mapping[str, Mapping[str, object]] | Unreadable,
+    summary: JtlSummary | Unreadable | None,
+) -> dict[str, object]:
+    """The baseline run's value of each metric of ``label``: from XCom, else its JTL figures, else why
+    not (the bound then fails as not measured)."""
+    if isinstance(known, Unreadable):
+        return dict.fromkeys(metric_ids, known)
+    own = known.get(label, {})
+    values: dict[str, object] = {}
+    for metric in metric_ids:
+        if own.get(metric) is not None:
+            values[metric] = own[metric]
+        elif isinstance(summary, Unreadable):
+            values[metric] = Unreadable(f"the baseline run's JTL files could not be read: {summary.reason}")
+        elif summary is None or label not in summary.transactions:
+            values[metric] = Unreadable(f"the baseline run has no value of {metric} for {label!r}")
+        else:
+            value = summary.transactions[label].metric(metric)
+            values[metric] = value if value is not None else Unreadable(NO_COLUMN)
+    return values
+
+
+def judge_transactions(budgets: TransactionBudgets, summary: JtlSummary) -> list[GateRow]:
+    """One row per (transaction, metric) of ``budgets`` (no regression bounds), judged by ``gate.judge``
+    as the run's metrics are; a key no sample answers gets a failing (not measured) row per metric."""
+    return judge_transaction_gate(TransactionGate(budgets), summary)[0]
 
 
 def _number(value: float | None, digits: int = 0) -> str:

@@ -112,6 +112,20 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         A person accepts a regression as the new normal by triggering the DAG run with the conf
         ``{"loadtest_accept_change": true}`` (or a list of metric ids, or ``{task id: ...}``): those
         metrics pass that night (budgets still apply) and their history restarts from it.
+    :param transaction_budgets: budgets per transaction (JTL label), ``{label: {metric id: condition}}``
+        such as ``{"Checkout": {"RESPONSE_TIME_PERCENTILE_95": "<= 800", "ERRORS_PERCENT": "< 1"}}``;
+        a label pattern (``"api/*"``) applies to each matching label (a label named exactly wins). The
+        metric ids computable from samples (``decisions.jtl_figures.SAMPLE_METRICS``: response time,
+        latency and connect time statistics and percentiles, hits, errors and successes, their rates
+        and percentages, bytes). Judged once the run ended from its JTL files (every load generator's,
+        read as they download, memory bounded); a transaction the run never sampled, a run without
+        JTL files or a JTL that does not read fails as not measured. Whenever the task has a gate
+        and the run has JTL files, the log lists the 5 slowest transactions by p95.
+    :param transaction_max_regression_pct: ``{label or pattern: {metric id: percent}}``: how much worse
+        than the ``baseline`` each transaction may be, as ``max_regression_pct`` for the run: against
+        the same transaction in the previous passing run or a pinned run (its value in XCom, else its
+        JTL files), or its own history with ``baseline="history"`` (``loadtest_accept_change`` accepts
+        the change of a transaction's metric too).
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Files are written atomically, before the task's verdict. When the run succeeded, a file that
@@ -124,11 +138,13 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     and ``report_pdf`` (``{"path", "size"}``) for the files saved, and ``gate`` (one dict per gated
     metric: ``metric``, ``value``, ``passed``, ``status``, ``budget``, ``baseline``, ``change_pct``,
     ``max_regression_pct``, ``reason``, and with ``baseline="history"`` the history's ``centre``,
-    ``noise``, ``band_low``/``band_high``, ``history_n`` and a ``note``; ``GateRow.from_xcom`` reads
-    them) when a gate is set. With ``baseline="history"`` the task also pushes XCom
-    ``loadtest_gate_history`` (passing or failing: a failing night never joins the values judged
-    against). With ``outlets`` (Airflow Assets) the asset event's ``extra`` carries the run and the verdict;
-    Airflow emits asset events only when the task succeeds. On failure the same dict is pushed as XCom
+    ``noise``, ``band_low``/``band_high``, ``history_n`` and a ``note``, and ``transaction``: the JTL
+    label of a transaction's row, ``None`` for the run's; ``GateRow.from_xcom`` reads them) when a gate
+    is set. With ``baseline="history"`` the task also pushes XCom ``loadtest_gate_history`` (passing or
+    failing: a failing night never joins the values judged against). With ``outlets`` (Airflow Assets)
+    the asset event's ``extra`` carries the run and the verdict (the run's gated values under
+    ``metrics``, each transaction's under ``transactions``, the rows under ``gate``); Airflow emits
+    asset events only when the task succeeds. On failure the same dict is pushed as XCom
     ``return_value`` before the task fails, so the alarms stay visible. The run is also pushed as XCom
     ``loadtest_run`` once started, when the task's **Load test report** link appears.
     """
@@ -148,6 +164,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         "baseline",
         "max_regression_pct",
         "history_settings",
+        "transaction_budgets",
+        "transaction_max_regression_pct",
     )
     template_fields_renderers = {
         "properties": "json",
@@ -155,6 +173,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         "metric_budgets": "json",
         "max_regression_pct": "json",
         "history_settings": "json",
+        "transaction_budgets": "json",
+        "transaction_max_regression_pct": "json",
     }
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f4d35e"
@@ -183,6 +203,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         baseline: str | None = None,
         max_regression_pct: Mapping[str, float] | None = None,
         history_settings: Mapping[str, float] | None = None,
+        transaction_budgets: Mapping[str, Mapping[str, str]] | None = None,
+        transaction_max_regression_pct: Mapping[str, Mapping[str, float]] | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -210,6 +232,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             baseline=baseline,
             max_regression_pct=max_regression_pct,
             history_settings=history_settings,
+            transaction_budgets=transaction_budgets,
+            transaction_max_regression_pct=transaction_max_regression_pct,
         )
         self.timeout = positive_seconds("timeout", timeout)
         self.scenario_id = scenario_id

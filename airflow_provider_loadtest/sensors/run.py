@@ -62,6 +62,10 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     :param history_settings: with ``baseline="history"``, how it judges, as for
         ``RunScenarioOperator``; ``None``: the measured defaults. The DAG-run conf
         ``loadtest_accept_change`` accepts a change as the new normal, as for the operator.
+    :param transaction_budgets: budgets per transaction (JTL label or pattern), judged from the run's
+        JTL files, as for ``RunScenarioOperator``.
+    :param transaction_max_regression_pct: ``{label or pattern: {metric id: percent}}`` worse than the
+        baseline allowed per transaction, as for ``RunScenarioOperator``.
     :param junit_destination: save the run's JUnit XML here once it ended.
     :param report_pdf_destination: save the report as a PDF here once it ended (needs the report id).
     :param report_export_config: PDF page settings (keys of the service's ``ExportReportConfig``).
@@ -94,12 +98,16 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         "baseline",
         "max_regression_pct",
         "history_settings",
+        "transaction_budgets",
+        "transaction_max_regression_pct",
     )
     template_fields_renderers = {
         "report_export_config": "json",
         "metric_budgets": "json",
         "max_regression_pct": "json",
         "history_settings": "json",
+        "transaction_budgets": "json",
+        "transaction_max_regression_pct": "json",
     }
     operator_extra_links = (LoadTestReportLink(),)
     ui_color = "#f9e79f"
@@ -117,6 +125,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         baseline: str | None = None,
         max_regression_pct: Mapping[str, float] | None = None,
         history_settings: Mapping[str, float] | None = None,
+        transaction_budgets: Mapping[str, Mapping[str, str]] | None = None,
+        transaction_max_regression_pct: Mapping[str, Mapping[str, float]] | None = None,
         junit_destination: str | ObjectStoragePath | None = None,
         report_pdf_destination: str | ObjectStoragePath | None = None,
         report_export_config: Mapping[str, Any] | None = None,
@@ -147,6 +157,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             baseline=baseline,
             max_regression_pct=max_regression_pct,
             history_settings=history_settings,
+            transaction_budgets=transaction_budgets,
+            transaction_max_regression_pct=transaction_max_regression_pct,
         )
         self.bench_result_id = bench_result_id
         self.workspace_id = workspace_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from unittest import mock
 
@@ -58,6 +59,11 @@ def test_every_operator_parses_and_judges(
 def test_bad_condition_is_refused_naming_it(condition: object) -> None:
     with pytest.raises(ValueError, match=rf"metric_budgets\['{P95}'\]: condition .* does not parse"):
         parse_budgets({P95: condition})
+
+
+def test_a_bad_condition_names_the_setting_it_came_from() -> None:
+    with pytest.raises(ValueError, match=rf"^transaction_budgets\['Checkout'\]\['{P95}'\]: condition 'x'"):
+        Budget.parse(P95, "x", "transaction_budgets['Checkout']")
 
 
 def test_unknown_metric_id_names_the_closest_known_ones() -> None:
@@ -346,6 +352,7 @@ def test_passing_run_leaves_its_values_as_the_next_baseline(
     assert _pushed(context)[BASELINE_XCOM_KEY] == {
         "bench_result_id": "br-1",
         "metrics": {P95: 610.0, "ERRORS_PERCENT": 0.2},
+        "transactions": {},
     }
     assert "against baseline run br-0" in capsys.readouterr().out
     assert "summary_metrics" not in result
@@ -411,6 +418,7 @@ def test_asset_event_carries_the_run_and_the_verdict(loadtest_conn: str, request
         "state": "FINISHED",
         "passed": True,
         "metrics": {P95: 610.0, "ERRORS_PERCENT": 0.2},
+        "transactions": {},
         "gate": result["gate"],
     }
     assert [GateRow.from_xcom(row).status for row in result["gate"]] == ["pass", "pass"]
@@ -436,3 +444,85 @@ def test_deferrable_mode_reaches_the_same_verdict(loadtest_conn: str, requests_m
         resumed.execute_complete(context, {"status": "done", "run": run_record, "outcome": outcome})  # type: ignore[arg-type]
     assert _pushed(context)["return_value"]["gate"][0]["value"] == 900.0
     assert requests_mock.request_history[-1].json()["metrics"][0] == own
+
+
+def test_judge_names_the_transaction_its_rows_are_about() -> None:
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    (row,) = judge(spec, {P95: 900.0}, None, transaction="Checkout")
+    assert (row.transaction, row.passed) == ("Checkout", False)
+    (run_row,) = judge(spec, {P95: 900.0}, None)
+    assert run_row.transaction is None
+
+
+def test_the_table_and_the_message_name_the_transaction_of_a_row() -> None:
+    from airflow_provider_loadtest.decisions.gate import Verdict
+
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    rows = [*judge(spec, {P95: 700.0}, None), *judge(spec, {P95: 2345.0}, None, transaction="Check\nout")]
+    verdict = Verdict(tuple(rows), None)
+    header, run_line, checkout_line = verdict.table().splitlines()
+    assert header.split()[:3] == ["transaction", "metric", "value"]
+    assert run_line.split()[:3] == ["(run)", P95, "700"]
+    assert checkout_line.split()[:4] == ["Check", "out", P95, "2345"]  # one line, whatever the label
+    assert verdict.message() == f"Quality gate failed: {P95} of 'Check\\nout' 2345: budget <= 800"
+    only_run = Verdict(tuple(rows[:1]), None)
+    assert only_run.table().splitlines()[0].split()[0] == "metric"  # no transaction: no column
+
+
+def test_transaction_rows_are_kept_apart_from_the_run_s_values() -> None:
+    """A transaction's P95 must not overwrite the run's in the asset event and the next baseline."""
+    from airflow_provider_loadtest.decisions.gate import Baseline, Verdict, asset_extra
+
+    spec = GateSpec.parse({P95: "<= 800"}, None, None)
+    rows = [*judge(spec, {P95: 700.0}, None), *judge(spec, {P95: 2345.0}, None, transaction="Checkout")]
+    verdict = Verdict(tuple(rows), None)
+    assert verdict.metrics == {P95: 700.0}
+    assert verdict.transactions == {"Checkout": {P95: 2345.0}}
+    extra = asset_extra({}, passed=False, verdict=verdict)
+    assert (extra["metrics"], extra["transactions"]) == ({P95: 700.0}, {"Checkout": {P95: 2345.0}})
+    saved = Baseline("br-1", verdict.metrics, transactions=verdict.transactions).to_xcom()
+    again = Baseline.from_xcom(saved)
+    assert again is not None and again.metrics == {P95: 700.0}
+    assert again.transactions == {"Checkout": {P95: 2345.0}}
+    older = Baseline.from_xcom({"bench_result_id": "br-0", "metrics": {P95: 1.0}})  # written before
+    assert older is not None and older.transactions == {}
+
+
+def test_a_bad_regression_bound_names_the_setting_it_came_from() -> None:
+    from airflow_provider_loadtest.decisions.gate import parse_regression
+
+    where = "transaction_max_regression_pct['Checkout']"
+    with pytest.raises(ValueError, match=rf"^{re.escape(where)}\['{P95}'\]: 'ten' is not a percentage"):
+        parse_regression({P95: "ten"}, where)
+    with pytest.raises(ValueError, match=rf"^{re.escape(where)}: USERLOAD is neither better nor worse"):
+        parse_regression({"USERLOAD": 10}, where)
+
+
+def test_evaluate_joins_the_transaction_rows_history_and_log_to_the_run_s() -> None:
+    from airflow_provider_loadtest.decisions.gate import evaluate
+    from airflow_provider_loadtest.decisions.history import GateHistory, SeriesHistory
+    from airflow_provider_loadtest.decisions.watch import Log
+
+    spec = GateSpec.parse(None, {P95: 10}, "history")
+    checkout = judge(GateSpec.parse({P95: "<= 800"}, None, None), {P95: 2345.0}, None, transaction="Checkout")
+    steps = evaluate(
+        spec,
+        "br-1",
+        known_metrics={},
+        baseline=None,
+        history=GateHistory(),
+        transaction_rows=checkout,
+        transaction_history={("Checkout", P95): SeriesHistory((2345.0,))},
+        transactions_log="Slowest transactions ...",
+    )
+    request = next(steps)
+    assert request.path == "/analysis/metrics/summary"
+    log = steps.send([600.0])
+    assert isinstance(log, Log) and log.message.endswith("\nSlowest transactions ...")
+    assert "Checkout" in log.message.splitlines()[3]
+    with pytest.raises(StopIteration) as done:
+        next(steps)
+    verdict = done.value.value
+    assert [(r.transaction, r.passed) for r in verdict.rows] == [(None, True), ("Checkout", False)]
+    assert verdict.history is not None
+    assert set(verdict.history.series) == {(None, P95), ("Checkout", P95)}

@@ -177,6 +177,8 @@ def test_templated_fields() -> None:
         "baseline",
         "max_regression_pct",
         "history_settings",
+        "transaction_budgets",
+        "transaction_max_regression_pct",
     }
 
 

@@ -28,6 +28,8 @@ STOP_URL = f"{BASE_URL}/runtime/bench-results/stop/br-1"
 ALARMS_URL = f"{BASE_URL}/analysis/threshold-alarms"
 METRICS_URL = f"{BASE_URL}/analysis/metrics/global/br-1"
 PROGRESS_URL = f"{BASE_URL}/runtime/bench-results/progress/br-1"
+#: The run's files: none by default (a gated task lists them for the JTL results).
+FILES_URL = f"{BASE_URL}/analysis/logs/list/br-1"
 
 
 class FakeStateStore:
@@ -81,6 +83,7 @@ def _service(requests_mock: rm.Mocker, states: list[str], alarms: list[dict[str,
     requests_mock.get(METRICS_URL, json={"metrics": [{"name": "Hits", "value": 9, "unit": ""}]})
     requests_mock.get(PROGRESS_URL, json={"value": 50})
     requests_mock.post(STOP_URL, text="")
+    requests_mock.get(FILES_URL, json=[])
 
 
 def _posts(requests_mock: rm.Mocker, url: str) -> int:

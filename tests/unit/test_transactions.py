@@ -211,3 +211,56 @@ def test_the_sample_metrics_are_service_metric_ids_that_can_be_gated() -> None:
 
     assert set(SAMPLE_METRICS) <= set(METRIC_DIRECTIONS)
     assert all(METRIC_DIRECTIONS[m] is not Direction.BREAKDOWN for m in SAMPLE_METRICS)
+
+
+# --- regression bounds per transaction ------------------------------------------------------------
+
+
+def test_bounds_parse_beside_budgets_and_name_every_metric_once() -> None:
+    from airflow_provider_loadtest.decisions.transactions import TransactionGate
+
+    gate = TransactionGate.parse(
+        {"Checkout": {"ERRORS_PERCENT": "< 1"}},
+        {"Checkout": {"RESPONSE_TIME_PERCENTILE_95": 10}, "api/*": {"ERRORS_PERCENT": 50}},
+        "previous",
+    )
+    assert gate.active and gate.named == ["Checkout", "api/*"]
+    assert gate.metric_ids == ("ERRORS_PERCENT", "RESPONSE_TIME_PERCENTILE_95")
+    assert gate.bounded_metric_ids == ("RESPONSE_TIME_PERCENTILE_95", "ERRORS_PERCENT")
+    assert not TransactionGate.parse(None, None, None).active
+    TransactionGate.check_literal(None, {"{{ var.value.label }}": {"X": 1}}, "{{ var.value.b }}")
+    TransactionGate.check_literal(None, {"Checkout": {"RESPONSE_TIME_AVG": "{{ var.value.pct }}"}}, None)
+    with pytest.raises(ValueError, match="needs a baseline"):
+        TransactionGate.check_literal(None, {"Checkout": {"RESPONSE_TIME_AVG": 10}}, None)
+
+
+def test_a_bounded_label_judged_against_the_baseline_run_an_exact_label_winning_over_a_pattern() -> None:
+    from airflow_provider_loadtest.decisions.transactions import TransactionGate, judge_transaction_gate
+
+    gate = TransactionGate.parse(
+        None, {"api/*": {"RESPONSE_TIME_AVG": 50}, "api/items": {"RESPONSE_TIME_AVG": 5}}, "br-0"
+    )
+    summary = summary_of(SUMMARY_TIMES)
+    known = {"api/items": {"RESPONSE_TIME_AVG": 140.0}, "api/users": {"RESPONSE_TIME_AVG": 300.0}}
+    rows, series = judge_transaction_gate(gate, summary, baseline="br-0", baseline_values=known)
+    by_label = {row.transaction: row for row in rows}
+    assert series == {}
+    assert by_label["api/items"].max_regression_pct == 5 and not by_label["api/items"].passed  # 149.5 vs 140
+    assert by_label["api/users"].max_regression_pct == 50 and by_label["api/users"].passed  # 349.5 vs 300
+
+
+def test_unreadable_figures_fail_every_named_key_once_per_metric() -> None:
+    from airflow_provider_loadtest.decisions.gate import Unreadable
+    from airflow_provider_loadtest.decisions.transactions import TransactionGate, judge_transaction_gate
+
+    gate = TransactionGate.parse(
+        {"Checkout": {"ERRORS_PERCENT": "< 1", "RESPONSE_TIME_AVG": "< 500"}},
+        {"Checkout": {"RESPONSE_TIME_AVG": 10}},
+        "history",
+    )
+    rows, series = judge_transaction_gate(gate, Unreadable("no JTL"), baseline="history")
+    assert [(r.metric, r.budget, r.max_regression_pct, r.status) for r in rows] == [
+        ("ERRORS_PERCENT", "< 1", None, "not_measured"),
+        ("RESPONSE_TIME_AVG", "< 500", 10, "not_measured"),
+    ]
+    assert all(r.reason == "not measured: no JTL" and not r.passed for r in rows) and series == {}
