@@ -763,9 +763,9 @@ class RunLifecycle(LoadTestHookMixin):
         must: bool,
     ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None]:
         """Read the run's JTL files once and judge each transaction (``decisions.transactions``); also
-        the slowest transactions for the log, gated or not. A run without JTL files, or one that does
-        not read, fails every transaction row as not measured; with no transaction gate it only loses
-        the list of the slowest."""
+        the slowest transactions for the log, named by a budget or not. A run without JTL files, or one
+        that does not read, fails every transaction row as not measured. A task without a transaction
+        gate reads no JTL file: a long run's files can be hundreds of megabytes, not worth a log line."""
         from airflow_provider_loadtest.decisions.gate import Unreadable
         from airflow_provider_loadtest.decisions.history import HISTORY
         from airflow_provider_loadtest.decisions.transactions import (
@@ -774,6 +774,8 @@ class RunLifecycle(LoadTestHookMixin):
             slowest_text,
         )
 
+        if not gate.active:
+            return [], {}, None
         summary = self._transaction_figures(run.bench_result_id, gate, must=must)
         if isinstance(summary, Unreadable):
             text = None if gate.active else f"The slowest transactions are not listed: {summary.reason}"
