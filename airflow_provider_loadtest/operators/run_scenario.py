@@ -28,9 +28,10 @@ from airflow_provider_loadtest.decisions.run_record import (
     uncertain_start_message,
 )
 from airflow_provider_loadtest.decisions.runs import is_terminal
+from airflow_provider_loadtest.lifecycle import RunLifecycle, refusing_what_cannot_succeed
+from airflow_provider_loadtest.lifecycle.support import context_get
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
-from airflow_provider_loadtest.run_lifecycle import RunLifecycle, _context_get, refusing_what_cannot_succeed
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
@@ -256,7 +257,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         return self.timeout
 
     def execute(self, context: Context) -> dict[str, Any]:
-        self._ti = _context_get(context, "ti")
+        self._ti = context_get(context, "ti")
         with refusing_what_cannot_succeed():
             self._check_file_settings()
             self._gate_spec(context)
@@ -277,8 +278,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
         from airflow_provider_loadtest.decisions.runs import StartedRun
 
-        store = _context_get(context, "task_state_store")
-        ti = _context_get(context, "ti")
+        store = context_get(context, "task_state_store")
+        ti = context_get(context, "ti")
         max_tries = read_max_tries(ti)
         record: RunRecord | None = None
         self._store_works = store is not None
@@ -443,7 +444,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
 
     def _store_holds(self, context: Context, run: StartedRun) -> None:
         """After a deferral (a new process): can a retry find ``run`` in the store?"""
-        store = _context_get(context, "task_state_store")
+        store = context_get(context, "task_state_store")
         self._store_works = True
         self._store, self._record = None, None
         if store is None:

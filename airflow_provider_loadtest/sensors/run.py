@@ -2,7 +2,7 @@
 
 For a run that ``RunScenarioOperator(wait_for_completion=False)`` started earlier in the DAG, or that the
 service's own scheduler or another pipeline started: the same watch, timeout, alarm gate, metric gates
-and report link as the operator, through the same lifecycle (``run_lifecycle.RunLifecycle``) and the
+and report link as the operator, through the same lifecycle (``lifecycle.RunLifecycle``) and the
 same sans-I/O decisions. It never starts a run, and it stops one only when asked (``stop_on_alarm``, or
 ``stop_on_timeout``): it did not start it.
 
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_loadtest.compat import conf
-from airflow_provider_loadtest.links.report import LoadTestReportLink
-from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
-from airflow_provider_loadtest.run_lifecycle import (
+from airflow_provider_loadtest.lifecycle import (
     RunLifecycle,
-    _context_get,
+    context_get,
     refusing_what_cannot_succeed,
     relay,
 )
+from airflow_provider_loadtest.links.report import LoadTestReportLink
+from airflow_provider_loadtest.operators.common import DEFAULT_CONN_ID, check_literal_ids
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
@@ -174,7 +174,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         """Look once; then wait here (poke or reschedule) or, with ``deferrable``, in the triggerer."""
         from airflow_provider_loadtest.compat import AirflowSkipException
 
-        self._ti = _context_get(context, "ti")
+        self._ti = context_get(context, "ti")
         with refusing_what_cannot_succeed():
             self._check_file_settings()
             self._gate_spec(context)
@@ -276,7 +276,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
         return run
 
     def _began(self, context: Context) -> float:
-        ti = _context_get(context, "ti")
+        ti = context_get(context, "ti")
         start = getattr(ti, "start_date", None)
         return float(start.timestamp()) if start is not None else time.time()
 

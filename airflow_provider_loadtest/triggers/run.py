@@ -125,7 +125,7 @@ class LoadTestRunTrigger(BaseTrigger):
         from airflow_provider_loadtest.decisions.runs import is_terminal, normal_state
         from airflow_provider_loadtest.decisions.stops import cause_in_triggerer
         from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient, settings_for
-        from airflow_provider_loadtest.run_lifecycle import task_instance_state
+        from airflow_provider_loadtest.lifecycle import support
 
         if not self.stops_on_kill:
             self.log.info("No longer watching run %s here; this task never stops it", self.bench_result_id)
@@ -135,7 +135,7 @@ class LoadTestRunTrigger(BaseTrigger):
         if ti is not None:
             try:
                 readable, state = await asyncio.wait_for(
-                    asyncio.to_thread(task_instance_state, ti), STATE_QUERY_TIMEOUT_S
+                    asyncio.to_thread(support.task_instance_state, ti), STATE_QUERY_TIMEOUT_S
                 )
             except Exception as exc:  # including the wait's timeout
                 readable, state = False, f"{type(exc).__name__}: {exc}"

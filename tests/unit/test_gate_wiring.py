@@ -21,7 +21,7 @@ from airflow_provider_loadtest.decisions.history import (
     GateHistory,
     SeriesHistory,
 )
-from airflow_provider_loadtest.run_lifecycle import dag_run_conf, history_settings_of
+from airflow_provider_loadtest.lifecycle import dag_run_conf, history_settings_of
 from tests.unit.test_gate import SUMMARY_URL, _gate_context, _pushed
 from tests.unit.test_run_lifecycle import _op, _service
 from tests.unit.test_run_sensor import _sensor, _states

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
-from airflow_provider_loadtest import run_lifecycle
 from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
 from airflow_provider_loadtest.hooks import loadtest as hook_module
+from airflow_provider_loadtest.lifecycle import support as run_lifecycle  # where on_kill asks
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
 from tests.unit.test_run_lifecycle import (
     RUN_URL,

@@ -213,7 +213,7 @@ def test_api_outage_while_polling_leaves_the_run_for_a_retry(
 def test_on_kill_stops_the_active_run_when_a_person_ended_the_task(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow_provider_loadtest import run_lifecycle
+    from airflow_provider_loadtest.lifecycle import support as run_lifecycle  # where on_kill asks
 
     monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (True, "failed"))
     _service(requests_mock, ["RUNNING"])

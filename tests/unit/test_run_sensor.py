@@ -90,7 +90,7 @@ def test_its_timeout_leaves_the_run_going_unless_asked(
 def test_a_person_ending_the_sensor_never_stops_the_run(
     loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow_provider_loadtest import run_lifecycle
+    from airflow_provider_loadtest.lifecycle import support as run_lifecycle  # where on_kill asks
 
     monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (True, "failed"))
     _states(requests_mock, ["RUNNING"])

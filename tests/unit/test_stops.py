@@ -4,7 +4,7 @@ Each case plays what Airflow does in production, at the operator's and the trigg
 ``on_kill`` called from the SIGTERM handler while the wait sleeps (a worker restart, a person's mark
 failed or clear, a lost heartbeat), the triggerer cancelling a wait it no longer holds, the next try
 reading the run record. The task instance's state "as the API server sees it" is what
-``run_lifecycle.task_instance_state`` answers; the tests set it.
+``lifecycle.support.task_instance_state`` answers; the tests set it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import requests_mock as rm
 
-from airflow_provider_loadtest import run_lifecycle
 from airflow_provider_loadtest.compat import (
     AIRFLOW_V_3_3_PLUS,
     AirflowException,
@@ -25,6 +24,7 @@ from airflow_provider_loadtest.compat import (
 from airflow_provider_loadtest.decisions import stops
 from airflow_provider_loadtest.decisions.run_record import RunRecord, plan_try
 from airflow_provider_loadtest.hooks import loadtest as hook_module
+from airflow_provider_loadtest.lifecycle import support as run_lifecycle  # where on_kill asks
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
 from tests.unit.test_run_lifecycle import (
