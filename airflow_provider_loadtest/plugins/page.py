@@ -83,7 +83,7 @@ class TaskView:
 
 def _failing(row: Row) -> str:
     where = f" ({row.transaction})" if row.transaction else ""
-    return f"{row.metric}{where}: {row.reason or row.status.label}"
+    return f"{row.metric}{where}: {row.reason or row.kind.label}"
 
 
 def _cell(row: Row | None) -> Cell:
@@ -91,10 +91,10 @@ def _cell(row: Row | None) -> Cell:
         return Cell("-", "", "none", "not gated on this night")
     change = f"{row.change_pct:+.1f} %" if row.change_pct is not None else ""
     unit = unit_of(row.metric)
-    title = f"{row.metric}: {number(row.value)}{(' ' + unit) if unit else ''} ({row.status.label})"
+    title = f"{row.metric}: {number(row.value)}{(' ' + unit) if unit else ''} ({row.kind.label})"
     if row.reason:
         title += f": {row.reason}"
-    return Cell(number(row.value), change, row.status.value, title)
+    return Cell(number(row.value), change, row.kind.value, title)
 
 
 def task_view(history: TaskHistory, base: str) -> TaskView:
