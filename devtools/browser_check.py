@@ -96,7 +96,7 @@ GATE_NIGHTS = (
 )
 WRONG_KEY = "wrong-key-0f3c9a7e41"
 API_SERVER_START_S = 180.0
-VIEW_VIEWPORT: ViewportSize = {"width": 1280, "height": 1180}
+VIEW_VIEWPORT: ViewportSize = {"width": 1440, "height": 1320}
 UI_TIMEOUT_MS = 30_000
 
 
@@ -408,8 +408,8 @@ def _row(night: dict[str, Any], metric: str, transaction: str | None = None) -> 
 
 
 def _check_table(page: Page, view: FrameLocator, nights: list[dict[str, Any]]) -> None:
-    """One row per night, newest first: its run, verdict, day, p95 (value and status) and report link
-    as in XCom."""
+    """One row per night, newest first: its run, verdict, day, p95 (value and status), report link and
+    accepted change as in XCom."""
     from airflow_provider_loadtest.plugins.charts import number
 
     rows = view.locator("table.nights tbody tr")
@@ -432,6 +432,7 @@ def _check_table(page: Page, view: FrameLocator, nights: list[dict[str, Any]]) -
             "p95": p95_cell.inner_text().split()[0],
             "p95 status": (p95_cell.get_attribute("class") or "").split()[-1],
             "report": row.locator("a[rel~=noopener]").get_attribute("href"),
+            "accepted": row.locator(".badge.accepted").count() == 1,
         }
         p95 = _row(night, P95)
         expected = {
@@ -441,6 +442,7 @@ def _check_table(page: Page, view: FrameLocator, nights: list[dict[str, Any]]) -
             "p95": number(p95["value"]),  # as the view writes numbers: up to 4 significant digits
             "p95 status": p95["status"],
             "report": night["xcom"]["report_url"],
+            "accepted": night["accept"],
         }
         if shown != expected:
             raise CheckFailed(f"night {night['day']}: the table shows {shown}, expected {expected}")

@@ -341,6 +341,15 @@ def test_the_page_shows_a_chart_per_metric_and_a_row_per_night_with_links() -> N
     assert 'href="/airflow/loadtest/static/view.css?v=' in html and "+66.7 %" not in html
 
 
+def test_the_table_marks_the_night_whose_change_was_accepted() -> None:
+    accepted = today_row(803.0, status="pass", baseline=None, change_pct=None, history_n=22, note=ACCEPTED)
+    html = render([night(1, [today_row(status="noise")]), night(2, [accepted]), night(3, [today_row()])])
+    rows = re.findall(r"<tr data-run-id=.*?</tr>", html, re.S)
+    marked = ["change accepted</span>" in row for row in rows]
+    assert marked == [False, True, False]  # newest first
+    assert f'title="{P95}: {ACCEPTED}"' in rows[1]
+
+
 def test_per_transaction_rows_get_a_chart_per_transaction_and_metric_folded_under_the_transaction() -> None:
     """Rows with a ``transaction`` (per-transaction gates): a chart per (transaction, metric) under the
     transaction's name, the run's own charts and table columns unchanged, a failing transaction named."""
