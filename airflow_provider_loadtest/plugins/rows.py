@@ -29,7 +29,7 @@ class Status(Enum):
     PASS = "pass"  # noqa: S105 (a verdict, not a password)
     #: Moved, but within the history's usual noise: passes.
     NOISE = "noise"
-    #: Outside the noise band but not (yet) a confirmed regression: passes, worth a look.
+    #: Beyond the bound and the usual noise on one night, not (yet) a regression: passes, worth a look.
     SUSPECTED = "suspected"
     REGRESSION = "regression"
     BUDGET = "budget"
