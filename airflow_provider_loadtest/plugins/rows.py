@@ -134,7 +134,7 @@ def gate_row(data: object) -> Row | None:
         value = check(data.get(name))
         if value is not None:
             clean[name] = value
-    row = Row.from_xcom(clean)
+    row = Row.from_xcom(clean)  # a classmethod: builds a Row (typed as returning GateRow)
     return row if isinstance(row, Row) else None
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_loadtest.decisions.gate import GateRow, GateSpec, judge_history
-from airflow_provider_loadtest.decisions.history import GateHistory
+from airflow_provider_loadtest.decisions.history import STATUSES, GateHistory
 from airflow_provider_loadtest.get_provider_info import get_provider_info
 from airflow_provider_loadtest.plugins import charts as ch
 from airflow_provider_loadtest.plugins.history import (
@@ -103,6 +103,7 @@ def test_the_view_reads_rows_as_the_gate_reads_them() -> None:
 def test_every_field_of_the_gates_rows_is_checked_before_it_is_read() -> None:
     """A field the gate adds with a type the view cannot check would be dropped silently: fail here."""
     assert set(FIELD_CHECKERS) == {f.name for f in fields(GateRow)}
+    assert [status.value for status in Status] == list(STATUSES)  # the view names every status
 
 
 def test_history_fields_and_transaction_are_read_when_present() -> None:
