@@ -2,7 +2,9 @@
 
 A throwaway Airflow home (SQLite, migrated) gets ``--nights`` nights of ``loadtest_release_gate``: DAG
 runs, task instances and the XCom that ``RunScenarioOperator`` leaves (its run record and its
-``return_value`` with today's four gate rows; a few nights fail their gate). Then Airflow's own API app
+``return_value`` with the gate's four rows, judged by the gate's own code against the history of the
+nights before, ``baseline="history"``: noise, suspected nights, a step every 97 nights that fails until
+a person accepts it). Then Airflow's own API app
 (the plugin mounted from its entry point, as the API server does; the simple auth manager, a viewer's
 JWT) answers, interleaved, round after round:
 
@@ -48,39 +50,45 @@ BASELINE = "baseline: Airflow's GET /api/v2/dags/~/dagRuns?limit=100"
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 
 
-def _gate(p95: float, baseline: float | None, errors: float) -> list[dict[str, Any]]:
-    """Today's gate rows (``GateRow.to_xcom()``) for a night."""
+#: The release gate's settings (example_dags/loadtest_release_gate.py): budgets, and regression bounds
+#: judged against the history of the last passing nights.
+BUDGETS = {
+    "RESPONSE_TIME_PERCENTILE_95": "<= 1000",
+    "ERRORS_PERCENT": "< 1",
+    "HITS_SUCCESSFUL_PERCENT": ">= 99",
+}
+BOUNDS = {"RESPONSE_TIME_PERCENTILE_95": 10, "RESPONSE_TIME_AVG": 10}
+#: Every this many nights the service gets 20 % slower; a person accepts it on the third failing night.
+STEP_EVERY, STEP_AT, ACCEPT_AFTER = 97, 50, 2
 
-    def row(metric: str, value: float, budget: str | None, base: float | None, bound: float | None) -> Any:
-        change = None if base is None else round((value - base) / base * 100, 2)
-        reasons = []
-        if budget and not eval(f"{value} {budget}"):  # noqa: S307 - our own literal conditions
-            reasons.append(f"budget {budget}")
-        if bound is not None and change is not None and change > bound:
-            reasons.append(f"more than {bound:g} % worse than the baseline")
-        return {
-            "metric": metric,
-            "value": value,
-            "passed": not reasons,
-            "budget": budget,
-            "baseline": base,
-            "change_pct": change,
-            "max_regression_pct": bound,
-            "reason": "; ".join(reasons) or None,
+
+def nightly_gates(nights: int, rng: random.Random) -> list[list[dict[str, Any]]]:
+    """Each night's gate rows as the wired gate writes them (``GateRow.to_xcom()``): judged by the gate's
+    own code (``baseline="history"``) against the history the nights before left, with 4 % of noise
+    from night to night, a step now and then, and the person who accepts it."""
+    from airflow_provider_loadtest.decisions.gate import GateSpec, judge_history
+    from airflow_provider_loadtest.decisions.history import GateHistory
+
+    spec = GateSpec.parse(BUDGETS, BOUNDS, "history")
+    history, level, written = GateHistory(), 468.0, []
+    for night in range(nights):
+        if night % STEP_EVERY == STEP_AT:
+            level *= 1.2
+        p95 = round(level * rng.lognormvariate(0, 0.04), 1)
+        errors = round(abs(rng.gauss(0.4, 0.1)), 2)
+        values = {
+            "RESPONSE_TIME_PERCENTILE_95": p95,
+            "RESPONSE_TIME_AVG": round(p95 / 1.95, 1),
+            "ERRORS_PERCENT": errors,
+            "HITS_SUCCESSFUL_PERCENT": round(100 - errors, 2),
         }
-
-    return [
-        row("RESPONSE_TIME_PERCENTILE_95", p95, "<= 1000", baseline, 10.0),
-        row("ERRORS_PERCENT", errors, "< 1", None, None),
-        row("HITS_SUCCESSFUL_PERCENT", 100 - errors, ">= 99", None, None),
-        row(
-            "RESPONSE_TIME_AVG",
-            round(p95 / 1.95, 1),
-            None,
-            None if baseline is None else baseline / 1.95,
-            10.0,
-        ),
-    ]
+        accept = night % STEP_EVERY == STEP_AT + ACCEPT_AFTER
+        rows, after = judge_history(
+            spec, values, None, history=history, accepted=spec.metric_ids if accept else ()
+        )
+        history = after or history
+        written.append([row.to_xcom() for row in rows])
+    return written
 
 
 def seed(nights: int) -> None:
@@ -96,16 +104,10 @@ def seed(nights: int) -> None:
     rng = random.Random(7)  # noqa: S311 - seeded figures, not secrets
     start = datetime(2026, 1, 1, 2, tzinfo=UTC)
     runs, tis, values = [], [], {}
-    baseline: float | None = None
-    p95 = 468.0
-    for i in range(nights):
+    for i, gate in enumerate(nightly_gates(nights, rng)):
         at = start + timedelta(days=i)
         run_id = f"scheduled__{at.isoformat()}"
-        p95 = max(300.0, p95 + rng.gauss(0, 8) + (90 if i % 97 == 50 else 0))
-        gate = _gate(round(p95, 1), baseline, round(abs(rng.gauss(0.4, 0.1)), 2))
         passed = all(r["passed"] for r in gate)
-        if passed:
-            baseline = gate[0]["value"]
         state = "success" if passed else "failed"
         runs.append(
             {

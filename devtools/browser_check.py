@@ -8,11 +8,14 @@ with the simulator beside it, and drives Debian's ``chromium`` headless through 
    and the key nowhere on the page;
 3. run an example DAG in that home (``airflow dags test``, with the connection the form stored) and
    open the task's "Load test report" link: it must open the simulator's report page of that run;
-4. run the release-gate example over several nights (clean nights, a regression, clean again) and open
-   the DAG's "Load tests" tab (the provider's plugin): its charts and table must show those nights
-   (values as the task left them in XCom, verdicts), a point's link must open the task instance, the
-   report links must answer, the task's own tab must work, in the light and the dark theme, without a
-   console error or a Content Security Policy violation.
+4. run the release-gate example (``baseline="history"``) over six nights after a season of history
+   (``GATE_NIGHTS``: two nights judged noise against the history, a suspected one, a regression, a night
+   whose change a person accepts, and a night judged against the history that restarted from it), and
+   open the DAG's "Load tests" tab (the provider's plugin): its charts and table must show those nights
+   (values and statuses as the task left them in XCom, verdicts, the history's centre and noise band,
+   the accepted change), a point's link must open the task instance, the report links must answer, the
+   task's own tab must work, in the light and the dark theme, without a console error or a Content
+   Security Policy violation.
 
 Screenshots go to ``docs/screenshots/`` (committed: the README and docs/ show them; every run rewrites
 them). Exit code 0: all checks passed; 1: a check failed; 77: skipped because no
@@ -35,10 +38,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from devtools.demo import GATE_BOUNDS, earlier_season
 from devtools.local_airflow import AIRFLOW, AirflowHome
 
 if TYPE_CHECKING:
@@ -53,18 +58,45 @@ DAG_ID = "loadtest_nightly"
 TASK_ID = "run_load_test"
 GATE_DAG_ID = "loadtest_release_gate"
 P95 = "RESPONSE_TIME_PERCENTILE_95"
-#: The release gate's nights: (logical date, scenario, expected verdict). ``slower-scenario``'s first
-#: run is 67 % slower than ``demo-scenario``: over the 10 % regression bound, under the budget.
+AVG = "RESPONSE_TIME_AVG"
+
+
+@dataclass(frozen=True)
+class GateNight:
+    """One night of the release gate in this check, and what the gate and the view must make of it."""
+
+    day: str
+    scenario: str
+    #: The status the gate must give the metrics it bounds (p95 and the average).
+    status: str
+    #: The night's verdict in the view's table.
+    verdict: str
+    #: Triggered with the DAG-run conf ``{"loadtest_accept_change": true}``.
+    accept: bool = False
+
+
+#: Scenarios of this check's simulator seed (the default seed plus these): the same load at three
+#: levels, each with 4 % of run-to-run noise. Against the season's history (``USUAL``), 4 % of noise
+#: puts the one-night noise band at about +-14 % and the suspicion threshold at about +9 %: a night 12 %
+#: slower (``SUSPECT``) is beyond the 10 % bound and the suspicion but within the noise band, one 30 %
+#: slower (``SLOWER``) a regression. Each scenario's n-th run measures the same in every check.
+USUAL, SUSPECT, SLOWER = "release-usual", "release-suspect", "release-slower"
+GATE_SCENARIOS = {USUAL: 300.0, SUSPECT: 348.0, SLOWER: 390.0}  # average response time, ms
+GATE_NOISE_PCT = 4.0
+#: The DAG run on which the season of history stands in for the weeks before the first night.
+SEASON_DATE = "2026-02-28"
 GATE_NIGHTS = (
-    ("2026-03-01", "demo-scenario", "pass"),
-    ("2026-03-02", "demo-scenario", "pass"),
-    ("2026-03-03", "slower-scenario", "fail"),
-    ("2026-03-04", "demo-scenario", "pass"),
-    ("2026-03-05", "demo-scenario", "pass"),
+    GateNight("2026-03-01", USUAL, "noise", "pass"),
+    GateNight("2026-03-02", USUAL, "noise", "pass"),
+    GateNight("2026-03-03", SUSPECT, "suspected", "suspected"),
+    GateNight("2026-03-04", SLOWER, "regression", "fail"),
+    GateNight("2026-03-05", SLOWER, "pass", "pass", accept=True),
+    # The history restarted from the accepted night: one night of it, judged by the bound alone.
+    GateNight("2026-03-06", SLOWER, "pass", "pass"),
 )
 WRONG_KEY = "wrong-key-0f3c9a7e41"
 API_SERVER_START_S = 180.0
-VIEW_VIEWPORT: ViewportSize = {"width": 1280, "height": 1180}
+VIEW_VIEWPORT: ViewportSize = {"width": 1440, "height": 1320}
 UI_TIMEOUT_MS = 30_000
 
 
@@ -267,21 +299,70 @@ def open_report_link(page: Page, ui: str, run_id: str, sim_url: str, report_ids:
     return report.url
 
 
+def gate_seed() -> dict[str, Any]:
+    """The simulator's default seed plus ``GATE_SCENARIOS`` (in its demo project, where the release
+    gate's template is)."""
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    seed = load_seed(None).model_dump(by_alias=True, mode="json")
+    seed["scenarios"] += [
+        {
+            "id": scenario,
+            "projectId": "demo-project",
+            "name": f"Release candidate ({scenario})",
+            "metrics": {"avgResponseTimeMs": avg, "noisePct": GATE_NOISE_PCT},
+        }
+        for scenario, avg in GATE_SCENARIOS.items()
+    ]
+    return seed
+
+
 def run_gate_nights(home: AirflowHome) -> list[dict[str, Any]]:
-    """Run the release gate once per night of ``GATE_NIGHTS``; each night's run id and XCom result."""
+    """Leave a season of history (the demo's: ``earlier_season``, ``leave_xcom``), then run the release
+    gate once per night of ``GATE_NIGHTS``, checking the verdict and the statuses the gate gave; each
+    night's run id, XCom result and the history it left, newest first (as the view lists them)."""
+    from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY
+
+    say(f"release gate: a season of history on {SEASON_DATE} ({USUAL} at its usual speed)")
+    season = earlier_season(USUAL, GATE_BOUNDS, seed=gate_seed())
+    left = home.leave_xcom(GATE_DAG_ID, TASK_ID, HISTORY_XCOM_KEY, season, SEASON_DATE)
+    if not left.succeeded:
+        raise CheckFailed(f"the season of history was not left in XCom:\n{left.output[-3000:]}")
     nights = []
-    for day, scenario, verdict in GATE_NIGHTS:
-        say(f"release gate, night {day}: {scenario} (expected: {verdict})")
-        result = home.dags_test(
-            GATE_DAG_ID, {"AIRFLOW_VAR_LOADTEST_SCENARIO_ID": scenario}, timeout=300, logical_date=day
+    for night in GATE_NIGHTS:
+        say(
+            f"release gate, night {night.day}: {night.scenario}"
+            + (f" with {{{ACCEPT_CHANGE!r}: true}}" if night.accept else "")
+            + f" (expected: {night.status}, {night.verdict})"
         )
-        if result.succeeded != (verdict == "pass"):
-            raise CheckFailed(f"night {day} ended with {result.returncode}:\n{result.output[-3000:]}")
+        result = home.dags_test(
+            GATE_DAG_ID,
+            {"AIRFLOW_VAR_LOADTEST_SCENARIO_ID": night.scenario},
+            timeout=300,
+            logical_date=night.day,
+            conf={ACCEPT_CHANGE: True} if night.accept else None,
+        )
+        if result.succeeded != (night.verdict != "fail"):
+            raise CheckFailed(f"night {night.day} ended with {result.returncode}:\n{result.output[-3000:]}")
         xcom = result.xcom(GATE_DAG_ID, TASK_ID)
         if not xcom or not xcom.get("gate"):
-            raise CheckFailed(f"night {day} left no gate in XCom: {xcom!r}")
-        nights.append({"day": day, "verdict": verdict, "run_id": result.summary["run_id"], "xcom": xcom})
-    return nights[::-1]  # newest first, as the view lists them
+            raise CheckFailed(f"night {night.day} left no gate in XCom: {xcom!r}")
+        judged = {row["status"] for row in xcom["gate"] if row["metric"] in GATE_BOUNDS}
+        if judged != {night.status}:
+            raise CheckFailed(f"night {night.day}: the gate judged {judged}, expected {night.status}")
+        history = result.xcom(GATE_DAG_ID, TASK_ID, HISTORY_XCOM_KEY)
+        nights.append(
+            {
+                "day": night.day,
+                "status": night.status,
+                "verdict": night.verdict,
+                "accept": night.accept,
+                "run_id": result.summary["run_id"],
+                "xcom": xcom,
+                "history": history,
+            }
+        )
+    return nights[::-1]
 
 
 def _watch_console(page: Page, errors: list[str]) -> None:
@@ -299,9 +380,9 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
     page.goto(f"{ui}/dags/{GATE_DAG_ID}/plugin/load-tests")
     view = page.frame_locator("iframe[title='Load tests']")
     _check_table(page, view, nights)
-    failing = _check_charts(view, nights)
+    marks = _check_charts(view, nights)
     shot(page, "load-tests-dag")
-    _check_links(page, ui, nights, failing)
+    _check_links(page, ui, nights, marks)
     page.goto(f"{ui}/dags/{GATE_DAG_ID}/tasks/{TASK_ID}/plugin/load-tests-task")
     task_rows = page.frame_locator("iframe[title='Load tests']").locator("table.nights tbody tr")
     task_rows.nth(len(nights) - 1).wait_for(timeout=UI_TIMEOUT_MS)
@@ -319,8 +400,18 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
         raise CheckFailed("console errors on the Load tests tabs:\n" + "\n".join(errors))
 
 
+def _row(night: dict[str, Any], metric: str, transaction: str | None = None) -> dict[str, Any]:
+    """The night's gate row of ``metric`` (of all requests, or of ``transaction``) as in XCom."""
+    return next(
+        r for r in night["xcom"]["gate"] if r["metric"] == metric and r.get("transaction") == transaction
+    )
+
+
 def _check_table(page: Page, view: FrameLocator, nights: list[dict[str, Any]]) -> None:
-    """One row per night, newest first: its run, verdict, day, p95 and report link as in XCom."""
+    """One row per night, newest first: its run, verdict, day, p95 (value and status), report link and
+    accepted change as in XCom."""
+    from airflow_provider_loadtest.plugins.charts import number
+
     rows = view.locator("table.nights tbody tr")
     try:
         rows.nth(len(nights) - 1).wait_for(timeout=UI_TIMEOUT_MS)
@@ -333,49 +424,90 @@ def _check_table(page: Page, view: FrameLocator, nights: list[dict[str, Any]]) -
     for i, night in enumerate(nights):
         row = rows.nth(i)
         cells = row.locator("td")
+        p95_cell = cells.nth(p95_column)
         shown = {
             "run": row.get_attribute("data-run-id"),
             "verdict": row.get_attribute("data-verdict"),
             "day": cells.nth(0).inner_text().strip(),
-            "p95": float(cells.nth(p95_column).inner_text().split()[0]),
+            "p95": p95_cell.inner_text().split()[0],
+            "p95 status": (p95_cell.get_attribute("class") or "").split()[-1],
             "report": row.locator("a[rel~=noopener]").get_attribute("href"),
+            "accepted": row.locator(".badge.accepted").count() == 1,
         }
-        p95 = next(r["value"] for r in night["xcom"]["gate"] if r["metric"] == P95)
-        if abs(shown["p95"] - p95) <= abs(p95) * 1e-3:  # the table shows 4 significant digits
-            shown["p95"] = p95
+        p95 = _row(night, P95)
         expected = {
             "run": night["run_id"],
             "verdict": night["verdict"],
             "day": night["day"],
-            "p95": p95,
+            "p95": number(p95["value"]),  # as the view writes numbers: up to 4 significant digits
+            "p95 status": p95["status"],
             "report": night["xcom"]["report_url"],
+            "accepted": night["accept"],
         }
         if shown != expected:
             raise CheckFailed(f"night {night['day']}: the table shows {shown}, expected {expected}")
 
 
-def _check_charts(view: FrameLocator, nights: list[dict[str, Any]]) -> Locator:
-    """A chart per gated metric; the p95 chart marks every night, the failing one as a regression,
-    with its budget line and regression limit. Returns the failing night's point."""
-    charts = view.locator("figure.chart")
-    metrics = [charts.nth(i).get_attribute("data-metric") for i in range(charts.count())]
-    gated = [r["metric"] for r in nights[0]["xcom"]["gate"]]
-    if sorted(m for m in metrics if m) != sorted(gated):
+def _check_charts(view: FrameLocator, nights: list[dict[str, Any]]) -> dict[str, Locator]:
+    """A chart per gated metric (and per transaction and metric, folded under the transaction, when
+    the gate judged transactions). The p95 chart marks every night with its status and its value, the
+    budget line, the history's centre and noise band as the gate computed them, the accepted change
+    as a rule, and after it the restarted history's centre at the accepted night's value. Returns the
+    failing night's point and the accepted change's rule."""
+    from airflow_provider_loadtest.plugins.charts import number
+
+    run_charts = view.locator("section.task > div.charts > figure.chart")
+    metrics = [run_charts.nth(i).get_attribute("data-metric") for i in range(run_charts.count())]
+    gated = [r["metric"] for r in nights[0]["xcom"]["gate"] if r.get("transaction") is None]
+    if metrics != gated:
         raise CheckFailed(f"charts for {metrics}, expected one per gated metric {gated}")
-    p95_chart = view.locator(f"figure.chart[data-metric={P95}]")
+    per_transaction = sorted(
+        (r["transaction"], r["metric"]) for r in nights[0]["xcom"]["gate"] if r.get("transaction")
+    )
+    folded = view.locator("details.transaction figure.chart")
+    shown = sorted(
+        (folded.nth(i).get_attribute("data-transaction"), folded.nth(i).get_attribute("data-metric"))
+        for i in range(folded.count())
+    )
+    if shown != per_transaction:
+        raise CheckFailed(f"transaction charts for {shown}, expected {per_transaction}")
+
+    p95_chart = view.locator(f"section.task > div.charts > figure.chart[data-metric={P95}]")
     marks = p95_chart.locator("a.mark")
-    failing = p95_chart.locator("a.mark.regression")
-    if marks.count() != len(nights) or failing.count() != 1:
-        raise CheckFailed(f"the {P95} chart marks {marks.count()} nights ({failing.count()} failing)")
-    if p95_chart.locator("path.budget").count() != 1 or p95_chart.locator("path.limit").count() != 1:
-        raise CheckFailed(f"the {P95} chart draws no budget line or no regression limit")
-    return failing.first
+    oldest_first = nights[::-1]
+    if marks.count() != len(nights):
+        raise CheckFailed(f"the {P95} chart marks {marks.count()} nights, expected {len(nights)}")
+    for i, night in enumerate(oldest_first):
+        row = _row(night, P95)
+        status = (marks.nth(i).get_attribute("class") or "").split()[-1]
+        title = marks.nth(i).locator("title").text_content() or ""
+        expected = [f"{night['day']}: {number(row['value'])} ms", row["status"]]
+        if row.get("band_low") is not None:
+            expected.append(f"noise band {number(row['band_low'])} to {number(row['band_high'])}")
+        if status != row["status"] or not all(part in title for part in expected):
+            raise CheckFailed(
+                f"the {P95} point of {night['day']} is {status!r} {title!r}, expected {expected}"
+            )
+    for drawn in ("budget", "band", "centre"):
+        if not p95_chart.locator(f"path.{drawn}").get_attribute("d"):
+            raise CheckFailed(f"the {P95} chart draws no {drawn}")
+    accepted = p95_chart.locator("a.accepted")
+    accepted_nights = [n for n in oldest_first if n["accept"]]
+    if accepted.count() != len(accepted_nights):
+        raise CheckFailed(f"the {P95} chart marks {accepted.count()} accepted changes")
+    after = oldest_first[oldest_first.index(accepted_nights[0]) + 1]
+    restarted = f"vs {number(_row(accepted_nights[0], P95)['value'])}"
+    after_title = marks.nth(oldest_first.index(after)).locator("title").text_content() or ""
+    if restarted not in after_title:
+        raise CheckFailed(f"the night after the accepted change says {after_title!r}, not {restarted!r}")
+    return {"failing": p95_chart.locator("a.mark.regression").first, "accepted": accepted.first}
 
 
-def _check_links(page: Page, ui: str, nights: list[dict[str, Any]], failing: Locator) -> None:
-    """Each report link answers with its report, and clicking one opens it in a new tab; the failing
-    point opens its task instance in Airflow's window (not inside the iframe: the UI's sandbox allows
-    neither, the view's script follows the link from Airflow's document), and that task failed."""
+def _check_links(page: Page, ui: str, nights: list[dict[str, Any]], marks: dict[str, Locator]) -> None:
+    """Each report link answers with its report, and clicking one opens it in a new tab; the accepted
+    change's rule links to that night's task instance (which passed); the failing point opens its task
+    instance in Airflow's window (not inside the iframe: the UI's sandbox allows neither, the view's
+    script follows the link from Airflow's document), and that task failed."""
     for night in nights:
         answer = page.request.get(night["xcom"]["report_url"])
         if not answer.ok or night["xcom"]["report_id"] not in answer.text():
@@ -388,16 +520,20 @@ def _check_links(page: Page, ui: str, nights: list[dict[str, Any]], failing: Loc
     if report.url != nights[0]["xcom"]["report_url"]:
         raise CheckFailed(f"the newest night's report link opened {report.url}")
     report.close()
-    bad = quote(next(n for n in nights if n["verdict"] == "fail")["run_id"], safe="")
-    href = failing.get_attribute("href") or ""
-    expected_href = f"/dags/{GATE_DAG_ID}/runs/{bad}/tasks/{TASK_ID}"
-    if href != expected_href:
-        raise CheckFailed(f"the failing point links to {href!r}, expected {expected_href!r}")
+    for kind, verdict, state in (("accepted", "pass", "success"), ("failing", "fail", "failed")):
+        night = next(n for n in nights if (n["accept"] if kind == "accepted" else n["verdict"] == verdict))
+        run_id = quote(night["run_id"], safe="")
+        href = marks[kind].get_attribute("href") or ""
+        expected_href = f"/dags/{GATE_DAG_ID}/runs/{run_id}/tasks/{TASK_ID}"
+        if href != expected_href:
+            raise CheckFailed(f"the {kind} night's mark links to {href!r}, expected {expected_href!r}")
+        api = page.request.get(f"{ui}/api/v2/dags/{GATE_DAG_ID}/dagRuns/{run_id}/taskInstances/{TASK_ID}")
+        if not api.ok or api.json().get("state") != state:
+            raise CheckFailed(f"the task instance {href} answered {api.status}: {api.text()[:300]}")
+    failing = marks["failing"]
     failing.click()
-    page.wait_for_url(f"{ui}{expected_href}**", timeout=UI_TIMEOUT_MS)
-    api = page.request.get(f"{ui}/api/v2/dags/{GATE_DAG_ID}/dagRuns/{bad}/taskInstances/{TASK_ID}")
-    if not api.ok or api.json().get("state") != "failed":
-        raise CheckFailed(f"the task instance the point links to answered {api.status}: {api.text()[:300]}")
+    bad = quote(next(n for n in nights if n["verdict"] == "fail")["run_id"], safe="")
+    page.wait_for_url(f"{ui}/dags/{GATE_DAG_ID}/runs/{bad}/tasks/{TASK_ID}**", timeout=UI_TIMEOUT_MS)
     say(f"the failing night's point opened {page.url}")
 
 
@@ -431,7 +567,7 @@ def check(browser_path: str) -> None:
         say("migrating a throwaway Airflow home")
         home = AirflowHome(work / "home", [ROOT / "example_dags"])
         with (
-            run_simulator(run_seconds=3.0) as sim,
+            run_simulator(gate_seed(), run_seconds=3.0) as sim,
             api_server(home, work / "api-server.log") as ui,
             sync_playwright() as playwright,
         ):
@@ -461,7 +597,8 @@ def check(browser_path: str) -> None:
                 nights = run_gate_nights(home)
                 check_load_tests_view(page, ui, nights)
                 check_dark_theme(browser, ui, len(nights))
-                say(f"the Load tests tab showed the {len(nights)} nights of {GATE_DAG_ID}")
+                statuses = ", ".join(n["status"] for n in nights[::-1])
+                say(f"the Load tests tab showed the {len(nights)} nights of {GATE_DAG_ID} ({statuses})")
             finally:
                 browser.close()
     finally:

@@ -262,7 +262,7 @@ _ROW_FIELDS = tuple(f.name for f in fields(Row))
 def _row_json(row: Row) -> dict[str, Any]:
     """A row as JSON; ``dataclasses.asdict`` deep-copies every value (1,460 rows: 20 ms, here 1.6 ms)."""
     data = {name: getattr(row, name) for name in _ROW_FIELDS}
-    data["status"] = row.status.value
+    data["accepted"] = row.accepted
     return data
 
 

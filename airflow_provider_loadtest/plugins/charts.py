@@ -60,6 +60,8 @@ class Chart:
     """Everything the template needs to draw one series."""
 
     title: str
+    #: The transaction (JTL label) the series is of; None: all requests.
+    transaction: str | None
     unit: str
     direction: str
     width: int
@@ -256,7 +258,7 @@ def _centre(row: Row | None) -> float | None:
 
 
 def _tooltip(day: str, row: Row, unit: str) -> str:
-    parts = [f"{day}: {number(row.value)}{(' ' + unit) if unit else ''}", row.status.label]
+    parts = [f"{day}: {number(row.value)}{(' ' + unit) if unit else ''}", row.kind.label]
     if row.change_pct is not None:
         parts.append(f"{row.change_pct:+.1f} % vs {number(row.baseline)}")
     if row.band is not None:
@@ -264,11 +266,7 @@ def _tooltip(day: str, row: Row, unit: str) -> str:
         parts.append(f"noise band {number(low)} to {number(high)}")
     if row.reason:
         parts.append(row.reason)
-    if isinstance(row.accepted, str):
-        parts.append(row.accepted if row.accepted == row.note else f"change accepted: {row.accepted}")
-    elif row.accepted:
-        parts.append("change accepted")
-    if row.note and row.note != row.accepted:
+    if row.note:  # the gate's own words: suspected, a short history, an accepted change
         parts.append(row.note)
     return " · ".join(parts)
 
@@ -306,22 +304,23 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
         href = task_instance_url(base, dag_id, night.run_id, task_id, night.map_index)
         title = _tooltip(night.day, row, unit)
         y = bottom if row.value is None else y_of(row.value)
-        marks.append(Mark(x, y, row.status.value, title, href))
+        marks.append(Mark(x, y, row.kind.value, title, href))
         if row.accepted:
             accepted.append(Mark(x, top, "accepted", title, href))
     y_ticks = tuple(
         Tick(y_of(low + i * step), number(round(low + i * step, 10)))
         for i in range(round((high - low) / step) + 1)
     )
-    failing = sum(1 for row in rows if row is not None and row.status.failed)
+    failing = sum(1 for row in rows if row is not None and row.kind.failed)
     latest = next((row for row in reversed(rows) if row is not None), None)
     summary = (
         f"{metric}{' of ' + series.key.transaction if series.key.transaction else ''}: "
         f"{sum(1 for r in rows if r is not None)} nights, {failing} failing"
-        + (f", latest {number(latest.value)} {unit} ({latest.status.label})" if latest else "")
+        + (f", latest {number(latest.value)} {unit} ({latest.kind.label})" if latest else "")
     )
     return Chart(
         title=metric,
+        transaction=series.key.transaction,
         unit=unit,
         direction=_direction(metric),
         width=WIDTH,

@@ -55,7 +55,7 @@ class Night:
 
     @property
     def failing(self) -> list[Row]:
-        return [row for row in self.result.rows if row.status.failed]
+        return [row for row in self.result.rows if row.kind.failed]
 
     @property
     def verdict(self) -> Verdict:
@@ -66,7 +66,7 @@ class Night:
             return Verdict.FAIL
         if self.ti_state == "failed":
             return Verdict.RUN_FAILED
-        if any(row.status is Status.SUSPECTED for row in result.rows):
+        if any(row.kind is Status.SUSPECTED for row in result.rows):
             return Verdict.SUSPECTED
         return Verdict.PASS if result.rows else Verdict.NO_GATE
 

@@ -54,6 +54,8 @@ class TableRow:
     verdict: str
     verdict_class: str
     failing: tuple[str, ...]
+    #: The gate's note on the metrics whose change a person accepted this night ("" if none).
+    accepted: str
     cells: tuple[Cell, ...]
     report_url: str | None
     report_label: str
@@ -83,7 +85,14 @@ class TaskView:
 
 def _failing(row: Row) -> str:
     where = f" ({row.transaction})" if row.transaction else ""
-    return f"{row.metric}{where}: {row.reason or row.status.label}"
+    return f"{row.metric}{where}: {row.reason or row.kind.label}"
+
+
+def _accepted(rows: list[Row]) -> str:
+    if not rows:
+        return ""
+    names = ", ".join(f"{r.metric} ({r.transaction})" if r.transaction else r.metric for r in rows)
+    return f"{names}: {rows[0].accepted}"
 
 
 def _cell(row: Row | None) -> Cell:
@@ -91,10 +100,10 @@ def _cell(row: Row | None) -> Cell:
         return Cell("-", "", "none", "not gated on this night")
     change = f"{row.change_pct:+.1f} %" if row.change_pct is not None else ""
     unit = unit_of(row.metric)
-    title = f"{row.metric}: {number(row.value)}{(' ' + unit) if unit else ''} ({row.status.label})"
+    title = f"{row.metric}: {number(row.value)}{(' ' + unit) if unit else ''} ({row.kind.label})"
     if row.reason:
         title += f": {row.reason}"
-    return Cell(number(row.value), change, row.status.value, title)
+    return Cell(number(row.value), change, row.kind.value, title)
 
 
 def task_view(history: TaskHistory, base: str) -> TaskView:
@@ -119,6 +128,7 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
                 verdict=verdict.value,
                 verdict_class=_VERDICT_CLASS[verdict],
                 failing=tuple(_failing(row) for row in night.failing),
+                accepted=_accepted(night.accepted),
                 cells=tuple(_cell(by_metric.get(m)) for m in metrics),
                 report_url=result.report_url,
                 report_label=result.bench_result_id or "report",

@@ -1,31 +1,35 @@
-"""What the view reads from XCom: one task run's result and its gate rows, read tolerantly.
+"""What the view reads from XCom: one task run's result and its gate rows.
 
-The gate's rows grow over time (the history judgement adds a status, the history's centre and noise
-band; per-transaction gates add a transaction), and XCom keeps every older shape for as long as the
-DAG runs are kept. This module is the one place that reads them: today's keys and the newer ones when
-present, with anything unknown or malformed ignored rather than failing the page. When
-``decisions.gate.GateRow`` can read its own XCom (``GateRow.from_xcom``), ``gate_rows`` is the one
-function to switch over.
+A gate row is read by the gate's own reader, ``decisions.gate.GateRow.from_xcom``: it knows every shape
+the gate ever wrote (rows without a ``status`` before the history judgement, the history's centre and
+noise band, the per-transaction ``transaction``) and ignores keys it does not know. XCom is written by
+tasks, not trusted: before that reader sees a row, each known field whose value is not of the type
+``GateRow`` declares (a string for a number, a NaN, a negative count) is dropped, so a malformed row
+shows with the field missing instead of failing the page; what is not a row at all is skipped.
 
-No Airflow imports: plain data in, plain data out (unit-tested without a database).
+``decisions.gate`` is plain Python (no Airflow, no HTTP client, no third-party import) and only the API
+server imports this module (``plugins/__init__.py`` loads it when Airflow asks for the app), so workers
+pay nothing for it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from enum import Enum
-from typing import Any
+from typing import Any, get_type_hints
+
+from airflow_provider_loadtest.decisions.gate import GateRow
 
 
 class Status(Enum):
-    """One metric's verdict on one night, from the best to the worst (``rank``)."""
+    """One metric's status on one night (``GateRow.status``, the gate's ``decisions.history`` names)."""
 
     PASS = "pass"  # noqa: S105 (a verdict, not a password)
     #: Moved, but within the history's usual noise: passes.
     NOISE = "noise"
-    #: Outside the noise band but not (yet) a confirmed regression: passes, worth a look.
+    #: Beyond the bound and the usual noise on one night, not (yet) a regression: passes, worth a look.
     SUSPECTED = "suspected"
     REGRESSION = "regression"
     BUDGET = "budget"
@@ -39,10 +43,6 @@ class Status(Enum):
     def label(self) -> str:
         return _LABELS[self]
 
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
 
 _LABELS = {
     Status.PASS: "pass",
@@ -52,12 +52,37 @@ _LABELS = {
     Status.BUDGET: "over budget",
     Status.NOT_MEASURED: "not measured",
 }
-_RANK = {status: rank for rank, status in enumerate(Status)}
 
-#: Keys a row may carry to say that a change was accepted (the first truthy one wins, its text, if
-#: any, is shown); the history gate says it in its ``note`` (``ACCEPTED_NOTE``).
-ACCEPTED_KEYS = ("accepted", "accepted_change", "accepted_at", "accepted_by")
+#: How the history gate marks a night whose change a person accepted: its ``note`` begins so
+#: (``decisions.history.judge_night``; tests/unit/test_load_tests_view.py holds the two together).
 ACCEPTED_NOTE = "change accepted"
+
+
+@dataclass(frozen=True)
+class Row(GateRow):
+    """One gated metric (of one transaction, or of all requests) on one night: the gate's own row,
+    with what the view derives from it."""
+
+    @property
+    def kind(self) -> Status:
+        """``status`` as the view's enum (``GateRow.from_xcom`` guarantees one the gate knows)."""
+        return Status(self.status)
+
+    @property
+    def accepted(self) -> str | None:
+        """The gate's note when this night's change was accepted as the new normal, else None."""
+        if self.note is not None and self.note.lower().startswith(ACCEPTED_NOTE):
+            return self.note
+        return None
+
+    @property
+    def band(self) -> tuple[float, float] | None:
+        """The history's noise band: as stored, else centre +- noise."""
+        if self.band_low is not None and self.band_high is not None:
+            return (min(self.band_low, self.band_high), max(self.band_low, self.band_high))
+        if self.centre is not None and self.noise is not None:
+            return (self.centre - abs(self.noise), self.centre + abs(self.noise))
+        return None
 
 
 def _number(value: object) -> float | None:
@@ -74,97 +99,43 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-@dataclass(frozen=True)
-class Row:
-    """One gated metric (of one transaction, or of all requests) on one night."""
-
-    metric: str
-    value: float | None
-    passed: bool
-    status: Status
-    transaction: str | None = None
-    budget: str | None = None
-    baseline: float | None = None
-    change_pct: float | None = None
-    max_regression_pct: float | None = None
-    reason: str | None = None
-    centre: float | None = None
-    noise: float | None = None
-    band_low: float | None = None
-    band_high: float | None = None
-    history_n: int | None = None
-    #: What the gate's log said beside the row (suspected, short history, accepted).
-    note: str | None = None
-    #: Set when this night's change was accepted (``True``, or the marker's text).
-    accepted: str | bool = False
-
-    @property
-    def band(self) -> tuple[float, float] | None:
-        """The history's noise band: as stored, else centre +- noise."""
-        if self.band_low is not None and self.band_high is not None:
-            return (min(self.band_low, self.band_high), max(self.band_low, self.band_high))
-        if self.centre is not None and self.noise is not None:
-            return (self.centre - abs(self.noise), self.centre + abs(self.noise))
-        return None
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
-def _status(data: Mapping[str, Any], value: float | None, passed: bool) -> Status:
-    """The stored status when it is one we know, else what today's keys say."""
-    stored = data.get("status")
-    if isinstance(stored, str):
-        try:
-            return Status(stored.lower())
-        except ValueError:
-            pass
-    if value is None:
-        return Status.NOT_MEASURED if not passed else Status.PASS
-    if passed:
-        return Status.PASS
-    reason = data.get("reason")
-    if isinstance(reason, str) and "budget" in reason and "worse than" not in reason:
-        return Status.BUDGET
-    return Status.REGRESSION
+#: A checker per type ``GateRow`` declares: the value if it is of that type, else None (dropped).
+_CHECKERS: dict[object, Callable[[object], object]] = {
+    float | None: _number,
+    float: _number,
+    str | None: _text,
+    str: _text,
+    int | None: _count,
+    int: _count,
+    bool: _flag,
+}
 
 
-def _accepted(data: Mapping[str, Any]) -> str | bool:
-    for key in ACCEPTED_KEYS:
-        marker = data.get(key)
-        if marker:
-            return marker if isinstance(marker, str) else True
-    note = data.get("note")
-    if isinstance(note, str) and note.lower().startswith(ACCEPTED_NOTE):
-        return note
-    return False
+def _field_checkers() -> dict[str, Callable[[object], object]]:
+    """Each ``GateRow`` field's checker, from the field's declared type. A field of a type with no
+    checker is left out (read as its default): a unit test requires a checker for every field."""
+    hints = get_type_hints(GateRow)
+    return {f.name: _CHECKERS[hints[f.name]] for f in fields(GateRow) if hints[f.name] in _CHECKERS}
+
+
+FIELD_CHECKERS = _field_checkers()
 
 
 def gate_row(data: object) -> Row | None:
     """One row as ``GateRow.to_xcom()`` wrote it (any version), or None when it is not one."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, Mapping) or _text(data.get("metric")) is None:
         return None
-    metric = data.get("metric")
-    if not isinstance(metric, str) or not metric:
-        return None
-    value = _number(data.get("value"))
-    passed = data.get("passed") is True
-    return Row(
-        metric=metric,
-        value=value,
-        passed=passed,
-        status=_status(data, value, passed),
-        transaction=_text(data.get("transaction")),
-        budget=_text(data.get("budget")),
-        baseline=_number(data.get("baseline")),
-        change_pct=_number(data.get("change_pct")),
-        max_regression_pct=_number(data.get("max_regression_pct")),
-        reason=_text(data.get("reason")),
-        centre=_number(data.get("centre")),
-        noise=_number(data.get("noise")),
-        band_low=_number(data.get("band_low")),
-        band_high=_number(data.get("band_high")),
-        history_n=_count(data.get("history_n")),
-        note=_text(data.get("note")),
-        accepted=_accepted(data),
-    )
+    clean: dict[str, Any] = {}
+    for name, check in FIELD_CHECKERS.items():
+        value = check(data.get(name))
+        if value is not None:
+            clean[name] = value
+    row = Row.from_xcom(clean)  # a classmethod: builds a Row (typed as returning GateRow)
+    return row if isinstance(row, Row) else None
 
 
 def gate_rows(data: object) -> list[Row]:

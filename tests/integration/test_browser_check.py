@@ -36,4 +36,7 @@ def test_connection_form_report_link_and_load_tests_view_in_a_real_browser() -> 
     assert "HTTP 401" in output
     assert "the 'Load test report' link opened http://127.0.0.1:" in output
     assert "the failing night's point opened http://127.0.0.1:" in output
-    assert "the Load tests tab showed the 5 nights of loadtest_release_gate" in output
+    assert (
+        "the Load tests tab showed the 6 nights of loadtest_release_gate "
+        "(noise, noise, suspected, regression, pass, pass)" in output
+    )

@@ -7,12 +7,15 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
 
+from airflow_provider_loadtest.decisions.gate import GateRow, GateSpec, judge_history
+from airflow_provider_loadtest.decisions.history import STATUSES, GateHistory
 from airflow_provider_loadtest.get_provider_info import get_provider_info
 from airflow_provider_loadtest.plugins import charts as ch
 from airflow_provider_loadtest.plugins.history import (
@@ -22,9 +25,10 @@ from airflow_provider_loadtest.plugins.history import (
     build,
     task_instance_url,
 )
-from airflow_provider_loadtest.plugins.rows import RunResult, Status, gate_row, gate_rows
+from airflow_provider_loadtest.plugins.rows import FIELD_CHECKERS, RunResult, Status, gate_row, gate_rows
 
 P95 = "RESPONSE_TIME_PERCENTILE_95"
+ACCEPTED = "change accepted as the new normal: the history restarts from this night"
 START = datetime(2026, 2, 28, 2, tzinfo=UTC)  # night 1 is 2026-03-01
 
 
@@ -71,21 +75,38 @@ def night(
 
 
 def test_todays_rows_get_a_status_from_passed_value_and_reason() -> None:
+    """Rows written before the history gate have no status: the gate's own reader derives it."""
     ok = gate_row(today_row())
     regression = gate_row(today_row(780.0, passed=False, reason="more than 10 % worse than the baseline"))
     budget = gate_row(today_row(1200.0, passed=False, reason="budget <= 1000"))
-    both = gate_row(
-        today_row(1200.0, passed=False, reason="budget <= 1000; more than 10 % worse than the baseline")
-    )
     missing = gate_row(today_row(None, passed=False, reason="no value from the service"))
-    assert ok is not None and ok.status is Status.PASS and ok.passed
-    assert regression is not None and regression.status is Status.REGRESSION
-    assert budget is not None and budget.status is Status.BUDGET
-    assert both is not None and both.status is Status.REGRESSION
-    assert missing is not None and missing.status is Status.NOT_MEASURED and missing.status.failed
+    assert ok is not None and ok.kind is Status.PASS and ok.passed
+    assert regression is not None and regression.kind is Status.REGRESSION
+    assert budget is not None and budget.kind is Status.BUDGET
+    assert missing is not None and missing.kind is Status.NOT_MEASURED and missing.kind.failed
 
 
-def test_history_fields_transaction_and_accepted_marker_are_read_when_present() -> None:
+def test_the_view_reads_rows_as_the_gate_reads_them() -> None:
+    """``GateRow.from_xcom`` is the one reader: whatever it makes of a row, the view makes too."""
+    old_shapes = [
+        today_row(),
+        today_row(1200.0, passed=False, reason="budget <= 1000; more than 10 % worse than the baseline"),
+        today_row(None, passed=False, reason="no value from the service"),
+        {"metric": P95, "value": 500.0},  # the least a row can be
+    ]
+    for data in old_shapes:
+        row = gate_row(data)
+        assert row is not None
+        assert GateRow(**{f.name: getattr(row, f.name) for f in fields(GateRow)}) == GateRow.from_xcom(data)
+
+
+def test_every_field_of_the_gates_rows_is_checked_before_it_is_read() -> None:
+    """A field the gate adds with a type the view cannot check would be dropped silently: fail here."""
+    assert set(FIELD_CHECKERS) == {f.name for f in fields(GateRow)}
+    assert [status.value for status in Status] == list(STATUSES)  # the view names every status
+
+
+def test_history_fields_and_transaction_are_read_when_present() -> None:
     row = gate_row(
         today_row(
             512.0,
@@ -96,20 +117,43 @@ def test_history_fields_transaction_and_accepted_marker_are_read_when_present() 
             band_high=494.0,
             history_n=14,
             transaction="Checkout",
-            accepted="new cache layer, ticket PERF-12",
+            note="suspected: 8.9 % worse than the history's centre 470",
         )
     )
     assert row is not None
-    assert (row.status, row.centre, row.band, row.history_n) == (Status.SUSPECTED, 470.0, (446.0, 494.0), 14)
-    assert row.transaction == "Checkout" and row.accepted == "new cache layer, ticket PERF-12"
-    assert not row.status.failed
-    note = "change accepted as the new normal: the history restarts from this night"
-    history_gate = gate_row(today_row(status="pass", history_n=0, note=note))  # the gate's own marker
-    assert history_gate is not None and history_gate.accepted == note and history_gate.note == note
-    suspected = gate_row(today_row(status="suspected", note="beyond the noise on one night"))
-    assert suspected is not None and not suspected.accepted
+    assert (row.kind, row.centre, row.band, row.history_n) == (Status.SUSPECTED, 470.0, (446.0, 494.0), 14)
+    assert row.transaction == "Checkout" and row.accepted is None
+    assert not row.kind.failed
     centre_and_noise = gate_row(today_row(centre=470.0, noise=-12.0))
     assert centre_and_noise is not None and centre_and_noise.band == (458.0, 482.0)
+
+
+def gate_nights(values: list[float], accept: int | None = None) -> list[dict[str, Any]]:
+    """The rows the history gate writes for ``values`` (one per night), as they reach XCom; night
+    ``accept`` (0-based) is one whose change a person accepted."""
+    spec = GateSpec.parse({P95: "<= 1000"}, {P95: 10}, "history")
+    history, written = GateHistory(), []
+    for i, value in enumerate(values):
+        accepted = [P95] if i == accept else []
+        rows, after = judge_history(spec, {P95: value}, None, history=history, accepted=accepted)
+        history = after or history
+        written.append(json.loads(json.dumps(rows[0].to_xcom())))  # through JSON, as in XCom
+    return written
+
+
+def test_the_history_gates_rows_reach_the_view_whole_with_the_accepted_change_marked() -> None:
+    usual = [500.0, 560.0, 470.0, 530.0, 450.0, 545.0, 480.0, 520.0, 465.0, 515.0]  # about 7 % of noise
+    written = gate_nights([*usual, 505.0, 630.0, 900.0, 902.0, 905.0], accept=13)
+    rows = [gate_row(data) for data in written]
+    assert all(row is not None and row.to_xcom() == data for row, data in zip(rows, written, strict=True))
+    kinds = [row.kind for row in rows if row is not None]
+    assert kinds[10:] == [Status.NOISE, Status.SUSPECTED, Status.REGRESSION, Status.PASS, Status.PASS]
+    accepted = [row.accepted for row in rows if row is not None]
+    assert [i for i, marker in enumerate(accepted) if marker] == [13]  # the gate's note says so
+    assert accepted[13] is not None and accepted[13].startswith("change accepted")
+    band, after = rows[10], rows[14]
+    assert band is not None and band.band is not None and band.centre is not None
+    assert after is not None and after.band is None and after.baseline == 902.0  # the history restarted
 
 
 def test_malformed_rows_and_values_are_skipped_not_fatal() -> None:
@@ -119,13 +163,28 @@ def test_malformed_rows_and_values_are_skipped_not_fatal() -> None:
             {"value": 1},
             {"metric": ""},
             today_row(float("nan"), passed=True, baseline=True, status="exploded", history_n=-3),
+            {
+                **today_row(),
+                "value": "fast",
+                "passed": "yes",
+                "centre": "470",
+                "transaction": 7,
+                "note": ["x"],
+            },
             today_row(),
         ]
     )
-    assert len(rows) == 2
-    odd = rows[0]
+    assert len(rows) == 3
+    odd, strings = rows[0], rows[1]
     assert odd.value is None and odd.baseline is None and odd.history_n is None
-    assert odd.status is Status.PASS  # an unknown status falls back to what today's keys say
+    assert odd.kind is Status.PASS  # an unknown status falls back to what today's keys say
+    assert (strings.value, strings.passed, strings.centre, strings.transaction, strings.note) == (
+        None,
+        False,
+        None,
+        None,
+        None,
+    )
     assert gate_rows({"metric": P95}) == []
 
 
@@ -217,7 +276,7 @@ def test_a_chart_marks_each_night_by_status_with_budget_limit_band_and_accepted_
         night(3, [today_row(780.0, passed=False, reason="more than 10 % worse than the baseline")]),
         night(4, [today_row(None, passed=False, reason="no value from the service")]),
         night(5, [today_row(500.0, status="suspected", centre=470.0, band_low=450.0, band_high=490.0)]),
-        night(6, [today_row(505.0, status="pass", centre=480.0, noise=20.0, accepted=True)]),
+        night(6, [today_row(505.0, status="pass", centre=480.0, noise=20.0, note=ACCEPTED)]),
     ]
     history = build("dag", "run_load_test", nights)
     chart = ch.chart(history.series[0], "", "dag", "run_load_test")
@@ -283,9 +342,54 @@ def test_the_page_shows_a_chart_per_metric_and_a_row_per_night_with_links() -> N
     assert 'href="/airflow/loadtest/static/view.css?v=' in html and "+66.7 %" not in html
 
 
+def test_the_table_marks_the_night_whose_change_was_accepted() -> None:
+    accepted = today_row(803.0, status="pass", baseline=None, change_pct=None, history_n=22, note=ACCEPTED)
+    html = render([night(1, [today_row(status="noise")]), night(2, [accepted]), night(3, [today_row()])])
+    rows = re.findall(r"<tr data-run-id=.*?</tr>", html, re.S)
+    marked = ["change accepted</span>" in row for row in rows]
+    assert marked == [False, True, False]  # newest first
+    assert f'title="{P95}: {ACCEPTED}"' in rows[1]
+
+
+def test_per_transaction_rows_get_a_chart_per_transaction_and_metric_folded_under_the_transaction() -> None:
+    """Rows with a ``transaction`` (per-transaction gates): a chart per (transaction, metric) under the
+    transaction's name, the run's own charts and table columns unchanged, a failing transaction named."""
+    avg = "RESPONSE_TIME_AVG"
+    checkout_fails = today_row(
+        1400.0, transaction="Checkout", passed=False, reason="budget <= 1000", status="budget"
+    )
+    html = render(
+        [
+            night(1, [today_row(), today_row(300.0, transaction="Checkout")]),
+            night(
+                2,
+                [
+                    today_row(),
+                    checkout_fails,
+                    today_row(210.0, metric=avg, transaction="Checkout", budget=None),
+                    today_row(90.0, transaction="Home page"),
+                ],
+                state="failed",
+            ),
+        ]
+    )
+    figures = re.findall(
+        r'<figure class="chart" data-metric="([A-Z_0-9]+)"(?: data-transaction="([^"]+)")?', html
+    )
+    assert figures == [(P95, ""), (P95, "Checkout"), (avg, "Checkout"), (P95, "Home page")]
+    folded = re.findall(r'<details class="transaction" data-transaction="([^"]+)">', html)
+    assert folded == ["Checkout", "Home page"]
+    checkout = html.split('data-transaction="Checkout">', 1)[1].split("</details>", 1)[0]
+    assert checkout.count('class="mark ') == 3  # p95 on two nights, the average on one
+    assert 'class="mark budget"' in checkout
+    assert re.findall(r'<th scope="col" class="num" title="([A-Z_0-9]+)"', html) == [P95]
+    assert re.findall(r'data-verdict="([a-z ]+)"', html) == ["fail", "pass"]
+    assert "RESPONSE_TIME_PERCENTILE_95 (Checkout): budget &lt;= 1000" in html
+
+
 def test_the_page_escapes_what_tasks_wrote_and_needs_no_inline_script_or_style() -> None:
     evil = '<script>alert("x")</script>'
-    row = today_row(780.0, passed=False, reason=evil, transaction=evil, accepted=evil)
+    row = today_row(780.0, passed=False, reason=evil, transaction=evil, note=evil)
     html = render([night(1, [row], report_url="javascript:alert(1)")])
     assert evil not in html and "&lt;script&gt;" in html
     assert "javascript:" not in html
