@@ -586,7 +586,7 @@ def main() -> int:
     parser.add_argument(
         "--branch-every", type=int, default=5, help="a step of every size is injected every N counted nights"
     )
-    parser.add_argument("--otava-seasons", type=int, default=10, help="of those, the seasons Otava judges")
+    parser.add_argument("--otava-seasons", type=int, default=20, help="of those, the seasons Otava judges")
     parser.add_argument("--otava-nights", type=int, default=100, help="the counted nights Otava judges")
     parser.add_argument("--drift-seasons", type=int, default=200, help="seasons per drift cell (0: none)")
     parser.add_argument("--max-regression-pct", type=float, default=3.0)

@@ -105,7 +105,7 @@ class HistorySettings:
     judges (1: no persistence test)."""
 
     window: int = 60
-    min_history: int = 8
+    min_history: int = 4
     fail_z: float = 2.5
     persist_z: float = 2.8
     suspect_z: float = 1.6
@@ -325,13 +325,19 @@ def estimate(points: Sequence[float]) -> NoiseEstimate:
     return NoiseEstimate(mean, math.sqrt(variance), len(kept))
 
 
-def t_quantile(z: float, dof: float) -> float:
+def t_quantile(z: float, dof: int) -> float:
     """Student's t quantile with ``dof`` degrees of freedom at the probability where the standard
-    normal quantile is ``z``: the Cornish-Fisher expansion in 1/dof (Abramowitz and Stegun 26.7.5),
-    within 0.1 % of the exact value for 7 or more degrees of freedom (z <= 3.3), 3 % at 3.
+    normal quantile is ``z``: exact for 1 and 2 degrees of freedom, else the Cornish-Fisher expansion
+    in 1/dof (Abramowitz and Stegun 26.7.5), within 1 % of the exact value at 3 degrees of freedom and
+    0.1 % from 7 on (z <= 3.3).
 
     Why by hand: the standard library has no t distribution, and scipy (checked: ``scipy.stats.t``
-    gives these values) would bring numpy into every worker for five lines."""
+    gives these values) would bring numpy into every worker for a dozen lines."""
+    if dof <= 2:
+        tail = nominal_false_alarm_rate(z)  # 1 - p, kept apart from 1 for precision
+        if dof <= 1:
+            return 1 / math.tan(math.pi * tail)
+        return (1 - 2 * tail) / math.sqrt(2 * tail * (1 - tail))
     z2 = z * z
     g1 = (z2 + 1) * z / 4
     g2 = ((5 * z2 + 16) * z2 + 3) * z / 96

@@ -74,10 +74,19 @@ def test_the_tails_of_the_noise_count_in_its_sd() -> None:
 
 @pytest.mark.parametrize(
     ("z", "dof", "exact"),  # scipy.stats.t.ppf(norm.cdf(z), dof), computed once
-    [(2.5, 59, 2.5791), (2.5, 29, 2.6659), (2.5, 7, 3.3400), (2.8, 59, 2.9086), (1.6449, 3, 2.3535)],
+    [
+        (2.5, 59, 2.5791),
+        (2.5, 29, 2.6659),
+        (2.5, 7, 3.3400),
+        (2.8, 59, 2.9086),
+        (1.6449, 3, 2.3535),
+        (2.5, 3, 5.405),
+        (2.5, 2, 8.889),
+        (2.5, 1, 51.254),
+    ],
 )
 def test_t_quantile_is_within_a_hair_of_the_exact_one(z: float, dof: int, exact: float) -> None:
-    assert t_quantile(z, dof) == pytest.approx(exact, rel=0.005 if dof < 7 else 0.001)
+    assert t_quantile(z, dof) == pytest.approx(exact, rel=0.01 if dof < 7 else 0.001)
 
 
 def test_the_threshold_is_the_prediction_interval_of_the_next_nights() -> None:
@@ -179,11 +188,11 @@ def test_lower_is_worse_metrics_fail_when_they_drop() -> None:
 def test_too_little_history_says_so_and_judges_by_the_bound_against_the_median() -> None:
     rows = replay_history(P95, [500.0, 510.0, 490.0, 600.0, 505.0], max_regression_pct=10)
     assert rows[0].passed and rows[0].status == "pass" and "budgets only" in (rows[0].note or "")
-    assert "3 nights of history, 8 needed" in (rows[3].note or "")
+    assert "3 nights of history, 4 needed" in (rows[3].note or "")
     assert not rows[3].passed and rows[3].status == "regression" and rows[3].baseline == 500.0
     assert "median of the 3 nights" in (rows[3].reason or "")
     # a warm-up night joins whatever its verdict: one lucky night cannot lock the gate
-    assert rows[4].history_n == 4 and rows[4].passed
+    assert rows[4].history_n == 4 and rows[4].passed and rows[4].status == "noise"
 
 
 def test_a_lucky_first_night_does_not_lock_the_gate_as_previous_does() -> None:
@@ -425,8 +434,8 @@ def test_one_persistence_test_over_persist_nights_and_none_with_one() -> None:
 def test_a_short_history_widens_the_band_rather_than_crying_wolf() -> None:
     season = nights(40, seed=2)
     rows = replay_history(P95, season, max_regression_pct=1)
-    early, late = rows[8], rows[-1]
-    assert early.history_n == 8 and late.history_n == 37
+    early, late = next(r for r in rows if r.history_n == 8), rows[-1]
+    assert late.history_n == 37
     assert early.noise is not None and late.noise is not None
     assert early.band_high is not None and early.centre is not None
     assert late.band_high is not None and late.centre is not None
