@@ -64,6 +64,15 @@ def test_the_noise_is_the_sd_within_the_fence_and_one_outlier_night_does_not_mov
     assert estimate([2.0, 2.0, 2.0]).sd == 0.0 and estimate([1.0]).sd == 0.0
 
 
+def test_a_short_history_keeps_every_night() -> None:
+    """The MAD of a few nights is too unsteady to fence with: it set ordinary nights aside."""
+    few = [500.0, 501.0, 499.0, 500.5, 530.0]  # 530 is 20 MADs out, but 5 nights say little
+    assert estimate(few).n == 5
+    assert (
+        estimate([*few, *nights(5, cv=0.002, seed=8)]).n == 9
+    )  # FENCE_FROM = 10: fenced from the tenth night
+
+
 def test_the_tails_of_the_noise_count_in_its_sd() -> None:
     """The first version's robust spread (Qn) saw the core of heavy-tailed noise only and cried wolf:
     a night 3 sd out, once in 30, is part of the noise and widens it."""
