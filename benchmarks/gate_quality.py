@@ -53,6 +53,7 @@ import json
 import math
 import os
 import random
+import shlex
 import statistics
 import subprocess
 import sys
@@ -310,8 +311,10 @@ def _season(
     for rule, flags in failed.items():
         _count(counts, ("fa", rule), sum(flags[n] for n in clean), len(clean))
     ours = failed["history"]
-    _count(counts, ("warmup",), sum(ours[setup.min_history : start]), start - setup.min_history)
-    _count(counts, ("fallback",), sum(ours[1 : setup.min_history]), setup.min_history - 1)
+    filling = [n for n in range(setup.min_history, start) if n not in outliers]
+    first = [n for n in range(1, setup.min_history) if n not in outliers]
+    _count(counts, ("warmup",), sum(ours[n] for n in filling), len(filling))
+    _count(counts, ("fallback",), sum(ours[n] for n in first), len(first))
     if shape == "outliers":
         mine = [n for n in outliers if start <= n < start + nights]
         after = {m for n in mine for m in range(n + 1, n + 4) if m < start + nights and m not in outliers}
@@ -648,7 +651,8 @@ def main() -> int:
     report.append(said(goals))
     print("\n".join(report))
     if args.docs:
-        command = f"`{' '.join(['python benchmarks/gate_quality.py', *sys.argv[1:]])}`"
+        shown = [a for i, a in enumerate(sys.argv[1:]) if a != "--json" and sys.argv[i] != "--json"]
+        command = f"`{shlex.join(['python', 'benchmarks/gate_quality.py', *shown])}`"
         write_docs(args.docs, args.section, command, report)
         print(f"\nwrote the tables into {args.docs}")
     if args.json:
