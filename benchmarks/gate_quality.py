@@ -11,17 +11,18 @@ noise of a shape and a size (coefficient of variation, CV; the noise's standard 
 * ``outliers``: normal noise, and one night in a hundred 4 to 8 sd worse (an infrastructure hiccup):
   those nights are counted apart (a gate with one night to decide cannot tell the first night of a
   step from an outlier: the question is whether the nights after it are judged right);
-* ``wander``: normal noise plus a slow wander of the level up and down (period 60 nights, amplitude
-  0.82 sd) carrying a third of the variance. **Counted as noise**: the level never moves more than
-  0.82 sd from its long-run mean and comes back by itself, which is less than the smallest change the
-  targets ask the gate to catch (2.5 sd); a gate that fails it cries wolf.
-* a **drift** (``--drift``, Gaussian noise): the level creeps up by a fixed share of the sd every
-  night and never comes back: **a regression**, the one the issue calls "a slow drift of a few percent
-  a night" that a one-night baseline is blind to. Reported apart: the nights until the gate fails it,
-  and how far the level had drifted by then.
+* ``wander``: normal noise plus a level that wanders (AR(1), correlation 0.95 from one night to the
+  next) carrying a third of the variance. **Counted as noise**: the level strays about 0.6 sd from its
+  long-run mean and comes back by itself, less than the smallest change the targets ask the gate to
+  catch (2.5 sd); a gate that fails it cries wolf. (Not a sine of period 60 nights, as at first: a
+  window of 60 nights averages that one away exactly and would flatter the default window.)
+* a **drift** (``--drift-seasons``, Gaussian noise): the level creeps up by a fixed share of the sd
+  every night and never comes back: **a regression**, the one the issue calls "a slow drift of a few
+  percent a night" that a one-night baseline is blind to. Reported apart: the night the gate first
+  fails it, and how far the level had drifted by then.
 
-How the seasons are replayed. Every season starts empty and warms up for ``WARMUP`` nights (the
-history fills: ``window`` nights plus those waiting to join), then runs ``--nights`` counted nights
+How the seasons are replayed. Every season starts empty and warms up for ``window + persist_nights + 3``
+nights (the history fills, and the nights waiting to join it), then runs ``--nights`` counted nights
 without any change: those are the **clean nights** of the false-alarm rate (warm-up nights are counted
 apart, in two columns). Steps are injected from that same season: every ``--branch-every`` counted
 nights, the season's state (its ``GateHistory``) is copied and the next three nights are replayed with
@@ -43,7 +44,7 @@ nights of one season share a history, so they are not independent draws), so a r
 from 1.1 false alarms per 100 nights, and 88 % from 92 %.
 
     .venv/bin/python benchmarks/gate_quality.py [--seasons 200] [--nights 300] [--smoke] [--no-otava]
-        [--json PATH] [--docs docs/gate_quality.md]
+        [--settings JSON] [--compact] [--json PATH] [--docs docs/gate_quality.md [--section NAME]]
 """
 
 from __future__ import annotations
