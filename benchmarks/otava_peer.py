@@ -2,12 +2,12 @@
 ``.venv-otava`` (``make otava-venv``), never imported by the package or its tests (Otava pins its own
 numpy and scipy).
 
-Reads ``{"seasons": [[value, ...], ...], "first": N, "max_regression_pct": B, "window_len": W,
-"max_pvalue": P, "tail": T}`` on stdin; for each season and each night ``t >= first`` it analyses the
-last ``tail`` nights up to ``t`` with ``otava.analysis.compute_change_points`` (the Hunter algorithm:
-E-Divisive split with a t-test, then merge) and fails the night when a change point lies in the last
-three nights and the mean after it is worse (higher) than the mean before by more than B %. Writes
-``{"failed": [[0 or 1 per night from first], ...]}`` on stdout.
+Reads ``{"jobs": [{"series": [value, ...], "nights": [index, ...]}, ...], "max_regression_pct": B,
+"window_len": W, "max_pvalue": P, "tail": T}`` on stdin; for each job and each listed night ``t`` it
+analyses the last ``tail`` nights of the series up to ``t`` with ``otava.analysis.compute_change_points``
+(the Hunter algorithm: E-Divisive split with a t-test, then merge) and fails the night when a change
+point lies in the last three nights and the mean after it is worse (higher) than the mean before by
+more than B %. Writes ``{"failed": [[0 or 1 per listed night], ...]}`` on stdout.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from otava.analysis import compute_change_points
 
 
 def failed_nights(
-    season: list[float], first: int, bound: float, window_len: int, pvalue: float, tail: int
+    series: list[float], nights: list[int], bound: float, window_len: int, pvalue: float, tail: int
 ) -> list[int]:
     flags = []
-    for night in range(first, len(season)):
+    for night in nights:
         start = max(0, night + 1 - tail)
-        series = season[start : night + 1]
-        points, _ = compute_change_points(series, window_len=window_len, max_pvalue=pvalue)
-        last = len(series) - 1
+        window = series[start : night + 1]
+        points, _ = compute_change_points(window, window_len=window_len, max_pvalue=pvalue)
+        last = len(window) - 1
         fail = any(
             int(point.index) >= last - 2 and float(point.stats.forward_change_percent()) > bound
             for point in points
@@ -39,14 +39,14 @@ def main() -> None:
     job = json.load(sys.stdin)
     out = [
         failed_nights(
-            season,
-            job["first"],
+            one["series"],
+            one["nights"],
             job["max_regression_pct"],
             job["window_len"],
             job["max_pvalue"],
             job["tail"],
         )
-        for season in job["seasons"]
+        for one in job["jobs"]
     ]
     json.dump({"failed": out}, sys.stdout)
 

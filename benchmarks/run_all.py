@@ -385,17 +385,24 @@ def growth(results: Any) -> str:
 
 
 def gate_quality_rows(result: Any) -> list[list[str]]:
+    """The three targets of issue 18: the worst noise level (with its 95 % interval) and every noise
+    level where the target is not met, beside the peers' worst."""
     goals = result["targets"]
 
     def where(figure: dict[str, Any]) -> str:
         return f"{figure['shape']} noise, CV {figure['cv'] * 100:.0f} %"
 
+    def figure_text(figure: dict[str, Any], unit: str) -> str:
+        digits = 2 if unit == "" else 1
+        interval = f" ± {figure['ci95']:.{digits}f}" if figure.get("ci95") is not None else ""
+        return f"{figure['value']:.{digits}f}{unit}{interval}"
+
     def peers(key: str, unit: str) -> str:
         found = []
         for rule, figures in goals["peers"].items():
-            figure = figures.get(key)
+            figure = figures.get(key) if figures else None
             if figure is not None and figure["value"] is not None:
-                found.append(f"{rule}: {figure['value']:.{2 if unit == '' else 0}f}{unit} ({where(figure)})")
+                found.append(f"{rule}: {figure_text(figure, unit)} ({where(figure)})")
             elif rule == "otava":
                 found.append("otava: not run (make otava-venv)")
         return "; ".join(found)
@@ -403,20 +410,26 @@ def gate_quality_rows(result: Any) -> list[list[str]]:
     def cells(key: str, unit: str) -> Callable[[], list[str]]:
         def read() -> list[str]:
             figure = goals[key]
-            ours = f"{figure['value']:.{2 if unit == '' else 0}f}{unit} (worst: {where(figure)})"
+            ours = f"{figure_text(figure, unit)} (worst: {where(figure)})"
+            if figure.get("not_met_in"):
+                ours += f"; not met in {', '.join(figure['not_met_in'])}"
             return [ours, peers(key, unit), _verdict(figure["met"])]
 
         return read
 
     return [
-        row("Gate: false alarms per 100 clean nights, worst noise level", "<= 1", cells("false_alarms", "")),
         row(
-            "Gate: a 4 sd step failed on its first night, worst noise level",
+            "Gate: false alarms per 100 clean nights, every noise level",
+            "<= 1",
+            cells("false_alarms", ""),
+        ),
+        row(
+            "Gate: a 4 sd step failed on its first night, every noise level",
             ">= 90 %",
             cells("first_night_4sd", " %"),
         ),
         row(
-            "Gate: a 2.5 sd step failed within three nights, worst noise level",
+            "Gate: a 2.5 sd step failed within three nights, every noise level",
             ">= 90 %",
             cells("within3_2_5sd", " %"),
         ),

@@ -2,7 +2,9 @@
 
 No I/O and no heavy imports (the operator checks plain gate settings at DAG-parse time): the values
 are fetched by ``evaluate``, a generator driven by the hook like ``watch.watch_run``, so the sync and
-the deferrable mode reach the same verdict through this one module.
+the deferrable mode reach the same verdict through this one module. The rows and the table are in
+``verdict.py``; ``baseline="history"`` (``history.py``) loads only when a gate uses it: a DAG without
+it never pays for it, at parse time or when its task runs. Every name of both is importable from here.
 """
 
 from __future__ import annotations
@@ -11,32 +13,98 @@ import math
 import operator
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_loadtest.api.validation import is_templated, validate_path_id
-from airflow_provider_loadtest.decisions.history import (
+from airflow_provider_loadtest.decisions.verdict import (
     BUDGET,
-    HISTORY,
+    NOISE,
     NOT_MEASURED,
     PASS,
     REGRESSION,
     STATUSES,
-    GateHistory,
-    HistorySettings,
-    HistoryUnreadable,
-    SeriesHistory,
-    SeriesKey,
-    judge_night,
+    SUSPECTED,
+    GateRow,
+    Unreadable,
+    Verdict,
+    change_pct,
+    format_number,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.history import (
+        GateHistory,
+        HistorySettings,
+        SeriesHistory,
+        SeriesKey,
+    )
+
+__all__ = [  # noqa: RUF022 - grouped by meaning, not sorted
+    "PREVIOUS",
+    "HISTORY",
+    "BASELINE_XCOM_KEY",
+    "DEFAULT_HISTORY",  # noqa: F822 - loaded on first use, see __getattr__
+    "PASS",
+    "NOISE",
+    "SUSPECTED",
+    "REGRESSION",
+    "BUDGET",
+    "NOT_MEASURED",
+    "STATUSES",
+    "Direction",
+    "METRIC_DIRECTIONS",
+    "check_metric_id",
+    "Budget",
+    "parse_budgets",
+    "parse_regression",
+    "parse_baseline",
+    "GateSpec",
+    "report_metrics",
+    "summary_metric",
+    "measure",
+    "Unreadable",
+    "Baseline",
+    "GateRow",
+    "change_pct",
+    "judge_metric",
+    "judge",
+    "judge_history",
+    "replay_history",
+    "Verdict",
+    "evaluate",
+    "asset_extra",
+    "GateHistory",
+    "HistorySettings",
+    "SeriesHistory",
+]
 
 #: ``baseline="previous"``: the run of the latest earlier DAG run of this task whose verdict passed.
 PREVIOUS = "previous"
+#: ``baseline="history"``: the noise of the last passing runs (``history.HISTORY``; written out here
+#: so that this module does not load ``history.py`` for the gates that do not use it).
+HISTORY = "history"
 #: XCom key under which a passing run leaves its gate values for later DAG runs to compare against.
 BASELINE_XCOM_KEY = "loadtest_gate_baseline"
-#: ``baseline="history"`` settings when the task gives none.
-DEFAULT_HISTORY = HistorySettings()
+#: Names of ``history.py`` this module offers without loading it for every gate.
+_FROM_HISTORY = ("GateHistory", "HistorySettings", "SeriesHistory", "HistoryUnreadable")
+
+
+def __getattr__(name: str) -> Any:
+    """``DEFAULT_HISTORY`` (``baseline="history"`` settings when the task gives none) and the history
+    classes, loaded on first use (PEP 562)."""
+    if name == "DEFAULT_HISTORY":
+        return _history().HistorySettings()
+    if name in _FROM_HISTORY:
+        return getattr(_history(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _history() -> Any:
+    from airflow_provider_loadtest.decisions import history
+
+    return history
 
 
 class Direction(Enum):
@@ -172,11 +240,10 @@ class Budget:
         return _OPERATORS[self.op](value, self.bound)
 
     def __str__(self) -> str:
-        return f"{self.op} {_number(self.bound)}"
+        return f"{self.op} {format_number(self.bound)}"
 
 
 def _mapping(parameter: str, value: object) -> Mapping[Any, Any]:
-    """``value`` as a mapping (None: empty); ``ValueError`` naming ``parameter`` otherwise."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -219,12 +286,13 @@ def parse_baseline(value: object) -> str | None:
 
 @dataclass(frozen=True)
 class GateSpec:
-    """The gate a task asked for, checked."""
+    """The gate a task asked for, checked. ``history`` (the ``baseline="history"`` settings) is None
+    unless the gate uses that baseline or was given history settings: the others never load it."""
 
     budgets: Mapping[str, Budget]
     max_regression_pct: Mapping[str, float]
     baseline: str | None
-    history: HistorySettings = DEFAULT_HISTORY
+    history: HistorySettings | None = None
 
     @classmethod
     def parse(
@@ -235,12 +303,11 @@ class GateSpec:
         history_settings: Mapping[str, Any] | None = None,
     ) -> GateSpec:
         """Check the rendered settings; ``ValueError`` names what is wrong."""
-        spec = cls(
-            parse_budgets(metric_budgets),
-            parse_regression(max_regression_pct),
-            parse_baseline(baseline),
-            HistorySettings.parse(**(history_settings or {})),
-        )
+        kind = parse_baseline(baseline)
+        settings = None
+        if kind == HISTORY or history_settings:
+            settings = _history().HistorySettings.parse(**(history_settings or {}))
+        spec = cls(parse_budgets(metric_budgets), parse_regression(max_regression_pct), kind, settings)
         if spec.max_regression_pct and spec.baseline is None:
             raise ValueError(
                 "max_regression_pct needs a baseline: 'history', 'previous' or a bench result id"
@@ -328,13 +395,6 @@ def measure(
 
 
 @dataclass(frozen=True)
-class Unreadable:
-    """An input the gate needed and could not read, and why: the metric fails as not measured."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
 class Baseline:
     """The run compared against, and the values already known for it (from Airflow's XCom).
 
@@ -373,72 +433,6 @@ class Baseline:
         }
 
 
-@dataclass(frozen=True)
-class GateRow:
-    """One metric's verdict; fields are None where they do not apply.
-
-    ``status`` says why: ``pass`` (nothing compared against noise), ``noise`` (within the noise, or a
-    change smaller than ``max_regression_pct``), ``suspected`` (beyond the noise on one night: passes,
-    kept out of the history), ``regression``, ``budget``, ``not_measured`` (an input could not be read:
-    fails). ``baseline`` is what tonight was compared against (the baseline run's value, the history's
-    centre, or on a short history the last passing night); ``centre``, ``noise`` (one standard deviation,
-    in the metric's units), ``band_low``/``band_high`` (what one night's noise explains) and
-    ``history_n`` (passing nights behind the judgement) come from ``baseline="history"``.
-    """
-
-    metric: str
-    value: float | None
-    passed: bool
-    budget: str | None = None
-    baseline: float | None = None
-    change_pct: float | None = None
-    max_regression_pct: float | None = None
-    reason: str | None = None
-    status: str = PASS
-    centre: float | None = None
-    noise: float | None = None
-    band_low: float | None = None
-    band_high: float | None = None
-    history_n: int | None = None
-    note: str | None = None
-    #: The JTL label a per-transaction row is about (None: the run as a whole).
-    transaction: str | None = None
-
-    def to_xcom(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_xcom(cls, data: Mapping[str, Any]) -> GateRow:
-        """A row as ``to_xcom`` wrote it, by this or an older version (no ``status`` then: derived from
-        ``passed`` and ``reason``); fields it does not know are ignored, so newer writers still read."""
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        if known.get("status") not in STATUSES:
-            reason = str(known.get("reason") or "")
-            known["status"] = (
-                PASS
-                if known.get("passed")
-                else NOT_MEASURED
-                if reason.startswith("no value")
-                else BUDGET
-                if reason.startswith("budget")
-                else REGRESSION
-            )
-        return cls(**{"value": None, "passed": False, **known})
-
-
-def change_pct(value: float, baseline: float) -> float | None:
-    """Signed change from the baseline in percent (None from a zero baseline to a non-zero value)."""
-    if baseline == 0:
-        return 0.0 if value == 0 else None
-    return (value - baseline) / abs(baseline) * 100
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.6g}" if value != int(value) or abs(value) >= 1e15 else str(int(value))
-
-
 def _usable(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
@@ -457,14 +451,15 @@ def judge_metric(
     bound: float | None = None,
     baseline: object = None,
     history: SeriesHistory | Unreadable | None = None,
-    settings: HistorySettings = DEFAULT_HISTORY,
+    settings: HistorySettings | None = None,
     accepted: bool = False,
 ) -> tuple[GateRow, SeriesHistory | None]:
     """One series' row (and, with a ``history``, the history for the next night).
 
     Plain values in, so a caller judges the same metric for the whole run or for one transaction
     alike. ``baseline`` is the compared run's value (``None``: no baseline run; a value that does not
-    read fails a bounded metric as not measured); ``history`` (``baseline="history"``) replaces it.
+    read fails a bounded metric as not measured); ``history`` (``baseline="history"``: a
+    ``SeriesHistory``, judged with ``settings``, the defaults when None) replaces it.
     Whatever cannot be read fails, saying so: an unmeasured gate never passes.
     """
     value = _usable(raw_value)
@@ -478,13 +473,14 @@ def judge_metric(
     if value is not None and bound is not None and isinstance(history, Unreadable):
         reasons.append(f"not measured: {history.reason}")
         status = NOT_MEASURED
-    elif value is not None and bound is not None and isinstance(history, SeriesHistory):
-        night, next_history = judge_night(
+    elif value is not None and bound is not None and history is not None:
+        judging = _history()
+        night, next_history = judging.judge_night(
             value,
             history,
             worse_higher=METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE,
             max_regression_pct=bound,
-            settings=settings,
+            settings=settings or judging.HistorySettings(),
             accepted=accepted,
         )
         status = night.status
@@ -509,7 +505,7 @@ def judge_metric(
             worse = value - base if METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE else base - value
             change = change_pct(value, base)
             if worse > 0 and (change is None or worse / abs(base) * 100 > bound):
-                reasons.append(f"more than {_number(bound)} % worse than the baseline")
+                reasons.append(f"more than {format_number(bound)} % worse than the baseline")
                 status = REGRESSION
     elif bound is None and baseline is not None:
         judged["baseline"] = _usable(baseline)  # shown, not judged
@@ -560,9 +556,6 @@ def judge_history(
 ) -> tuple[list[GateRow], GateHistory | None]:
     """The rows, and the history to leave for the next night (None without ``baseline="history"``).
 
-    ``transaction`` (a JTL label) judges that transaction's values: its rows carry the label and its
-    history is its own series ``(label, metric)``.
-
     A metric the baseline lacks fails its bound as not measured (the service was asked for it). Under
     ``baseline="history"`` with no ``history`` read, every bounded metric fails as not measured: a
     caller that forgot to read it must not pass a regression.
@@ -570,6 +563,7 @@ def judge_history(
     accepted = frozenset(accepted)
     rows = []
     series = dict(history.series) if history is not None else {}
+    kept: Any = _history() if spec.baseline == HISTORY else None
     for metric in spec.metric_ids:
         bound = spec.max_regression_pct.get(metric)
         own: SeriesHistory | Unreadable | None = None
@@ -580,7 +574,7 @@ def judge_history(
             else:
                 try:
                     own = history.get((transaction, metric))
-                except HistoryUnreadable as exc:
+                except kept.HistoryUnreadable as exc:
                     own = Unreadable(str(exc))
         elif baseline is not None:
             base = baseline.get(metric)
@@ -599,10 +593,10 @@ def judge_history(
         rows.append(replace(row, transaction=transaction) if transaction is not None else row)
         if next_series is not None:
             series[(transaction, metric)] = next_series
-    if spec.baseline != HISTORY:
+    if kept is None:
         return rows, None
     # A series whose history did not parse failed tonight as not measured and restarts tomorrow.
-    return rows, GateHistory(series)
+    return rows, kept.GateHistory(series)
 
 
 def replay_history(
@@ -612,133 +606,13 @@ def replay_history(
     history it would have had then and nobody accepting a change: the benchmark and the operator
     judge with this same code. ``settings`` are ``HistorySettings`` fields."""
     spec = GateSpec.parse(None, {metric_id: max_regression_pct}, HISTORY, settings)
-    history = GateHistory()
+    history = _history().GateHistory()
     rows = []
     for value in values:
         night_rows, next_history = judge_history(spec, {metric_id: value}, None, history=history)
         rows.extend(night_rows)
         history = next_history or history
     return rows
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The gate's rows and what they mean for the task (``history``: what to leave in XCom for the
-    next night under ``baseline="history"``)."""
-
-    rows: tuple[GateRow, ...]
-    baseline_id: str | None
-    note: str | None = None  # e.g. why no baseline was compared
-    history: GateHistory | None = None
-
-    @property
-    def passed(self) -> bool:
-        return all(row.passed for row in self.rows)
-
-    @property
-    def metrics(self) -> dict[str, float | None]:
-        """The run's gated values, by metric id (transaction rows are in ``transactions``)."""
-        return {row.metric: row.value for row in self.rows if row.transaction is None}
-
-    @property
-    def transactions(self) -> dict[str, dict[str, float | None]]:
-        """The transactions' gated values: ``{label: {metric id: value}}``."""
-        found: dict[str, dict[str, float | None]] = {}
-        for row in self.rows:
-            if row.transaction is not None:
-                found.setdefault(row.transaction, {})[row.metric] = row.value
-        return found
-
-    def table(self) -> str:
-        """The verdict as a fixed-width table for the task log: per metric, tonight's value, what it
-        was compared against (the baseline, or the history's centre and noise band), the change, and
-        the judgement. With transaction rows, a first column names the transaction (``(run)``: the
-        run as a whole)."""
-        with_band = any(row.band_high is not None for row in self.rows)
-        with_transaction = any(row.transaction is not None for row in self.rows)
-        header = (
-            *(("transaction",) if with_transaction else ()),
-            "metric",
-            "value",
-            "budget",
-            "baseline",
-            *(("noise band",) if with_band else ()),
-            "change",
-            "result",
-        )
-        lines = [header] + [
-            (
-                *((_transaction_text(row),) if with_transaction else ()),
-                row.metric,
-                _number(row.value),
-                row.budget or "-",
-                _baseline_text(row),
-                *((_band_text(row),) if with_band else ()),
-                _change_text(row),
-                _result_text(row),
-            )
-            for row in self.rows
-        ]
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-        return "\n".join(
-            "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
-        )
-
-    def notes(self) -> list[str]:
-        """What the log should say beside the table: suspected changes, short histories, accepted ones."""
-        return [f"{_series_text(row)}: {row.note}" for row in self.rows if row.note]
-
-    def message(self) -> str:
-        """Why the gate failed, naming every failing metric (and its transaction) with its value, the
-        baseline's and the change."""
-        parts = []
-        for row in self.rows:
-            if row.passed:
-                continue
-            detail = f"{_series_text(row)} {_number(row.value)}"
-            if row.baseline is not None:
-                against = "history centre" if row.centre is not None else "baseline"
-                detail += f" vs {against} {_number(row.baseline)} ({_change_text(row)})"
-            parts.append(f"{detail}: {row.reason}")
-        against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
-        return f"Quality gate failed{against}: " + "; ".join(parts)
-
-
-def _transaction_text(row: GateRow) -> str:
-    return "(run)" if row.transaction is None else " ".join(row.transaction.split()) or repr(row.transaction)
-
-
-def _series_text(row: GateRow) -> str:
-    """The metric, and the transaction it is about (``RESPONSE_TIME_AVG of 'Checkout'``)."""
-    return row.metric if row.transaction is None else f"{row.metric} of {row.transaction!r}"
-
-
-def _baseline_text(row: GateRow) -> str:
-    if row.centre is not None:
-        return f"{_number(row.centre)} (median of {row.history_n})"
-    if row.baseline is not None and row.history_n is not None:
-        return f"{_number(row.baseline)} (last night)"
-    return _number(row.baseline)
-
-
-def _band_text(row: GateRow) -> str:
-    if row.band_low is None or row.band_high is None:
-        return "-"
-    return f"{_number(round(row.band_low, 6))} .. {_number(round(row.band_high, 6))}"
-
-
-def _result_text(row: GateRow) -> str:
-    if row.passed:
-        return row.status
-    return "FAIL: " + {NOT_MEASURED: "not measured", BUDGET: "budget"}.get(row.status, row.status)
-
-
-def _change_text(row: GateRow) -> str:
-    if row.change_pct is not None:
-        return f"{row.change_pct:+.1f} %"
-    if row.baseline == 0 and row.value is not None:
-        return "from 0"
-    return "-"
 
 
 def evaluate(
@@ -779,7 +653,7 @@ def evaluate(
     rows, next_history = judge_history(spec, values, base_values, history=history, accepted=accepted)
     rows += transaction_rows
     if next_history is not None and transaction_history:
-        next_history = GateHistory({**next_history.series, **transaction_history})
+        next_history = _history().GateHistory({**next_history.series, **transaction_history})
     verdict = Verdict(
         rows=tuple(rows),
         baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
