@@ -98,7 +98,7 @@ def test_an_ordinary_night_is_noise_and_its_history_is_pushed_for_the_next_night
     assert pushed[BASELINE_XCOM_KEY]["bench_result_id"] == "br-1"  # "previous" still works after a switch
     out = capsys.readouterr().out
     assert "against the history of the last passing runs" in out
-    assert "noise band" in out and f"(median of {row.history_n})" in out
+    assert "noise band" in out and f"(mean of {row.history_n})" in out
 
 
 def test_a_regression_fails_and_its_night_is_remembered_without_joining_the_history(
@@ -311,10 +311,10 @@ def test_rendered_history_settings_read_numbers_and_fail_before_the_run(
 
 
 def test_history_settings_change_the_judgement(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
-    """Four nights are too few by default (a warm-up night: the bound alone); with ``min_history=4``
-    the same night is judged against their noise."""
+    """Four nights are enough by default (``min_history`` 4); with ``min_history=8`` the same night is
+    a warm-up night, judged by the bound alone."""
     short = _season(4)
-    for settings, status in (({}, "pass"), ({"min_history": 4}, "noise")):
+    for settings, status in (({}, "noise"), ({"min_history": 8}, "pass")):
         _service(requests_mock, ["FINISHED"])
         requests_mock.post(SUMMARY_URL, json=[603.0, 0.2])
         result = _op(**GATED, history_settings=settings).execute(_context_with(short.to_xcom()))  # type: ignore[arg-type]
