@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos clean
+.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos test-prod clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -117,6 +117,15 @@ otava-venv: $(OTAVA_VENV)/.built
 # with faults on every route; prints the figures and every broken rule, exits 1 if a rule broke.
 chaos: venv
 	$(BIN)/python -m tests.chaos.runner --task-instances 240 --seed 7
+
+# The production-like rig of issue 17 (tests/production): PostgreSQL and Redis from Debian packages
+# (apt-get installs them when missing, and says so first), throwaway instances on 127.0.0.1; Airflow with
+# the CeleryExecutor, two workers, two triggerers, a DAG processor; every attack repeated, then the
+# table. The environment gets the `prod` dependency group on top; `make venv` removes it again.
+# PROD_ARGS="--repeat 4", "--attacks worker-sigterm,clear-sync", "--json results.json", "--keep".
+test-prod: $(UV)
+	$(UV) sync --locked --group prod --python $(PYTHON)
+	$(BIN)/python -m tests.production $(PROD_ARGS)
 
 clean:
 	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,14 +14,10 @@ simulator runs in this process on 127.0.0.1. Each case asserts the headline prom
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -31,11 +27,11 @@ import pytest
 
 from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
 from airflow_provider_loadtest.simulator.faults import FaultSpec
+from devtools.airflow_cluster import AirflowProcesses, clean_environ, free_port, wait_for
 from tests.chaos.runner import default_seed
 
 pytestmark = pytest.mark.integration
 
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
 START_HELD_S = 25.0  # how long the simulator holds the first start's answer
 CASE_TIMEOUT_S = 240.0
 STARTUP_TIMEOUT_S = 180.0
@@ -71,12 +67,6 @@ for dag_id, scenario, deferrable in [
 """
 
 
-def _free_port() -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _seed() -> dict[str, Any]:
     seed = default_seed()
     seed["scenarios"] += [
@@ -91,30 +81,14 @@ def _seed() -> dict[str, Any]:
     return seed
 
 
-def _wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-
-
-class Cluster:
-    """The Airflow components of one home, as process groups we own and always stop."""
+class Cluster(AirflowProcesses):
+    """The Airflow components of one home (SQLite, LocalExecutor), as process groups we always stop."""
 
     def __init__(self, home: Path, sim: SimulatorHandle) -> None:
-        self.home = home
-        self.port = _free_port()
+        self.port = free_port()
         self.sim = sim
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("AIRFLOW_CONN_", "AIRFLOW__", "AIRFLOW_VAR_"))
-        }
-        self.env.update(
+        env = clean_environ()
+        env.update(
             AIRFLOW_HOME=str(home),
             AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"),
             AIRFLOW__CORE__LOAD_EXAMPLES="False",
@@ -135,42 +109,10 @@ class Cluster:
                 {"conn_type": "loadtest", "host": sim.url, "password": sim.api_key}
             ),
         )
+        super().__init__(home, env)
         (home / "dags").mkdir(parents=True)
         (home / "dags" / "crash_dags.py").write_text(DAG_FILE)
         self.run(["db", "migrate"], timeout=300)
-
-    def run(self, args: list[str], timeout: float = 120) -> str:
-        done = subprocess.run(
-            [AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout, check=False
-        )
-        assert done.returncode == 0, f"airflow {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-        return done.stdout
-
-    def start(self, name: str, *args: str) -> None:
-        log = (self.home / f"{name}.log").open("ab")
-        self.procs[name] = subprocess.Popen(
-            [AIRFLOW, name, *args],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.stop(name)
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with closing(sqlite3.connect(self.home / "airflow.db", timeout=10)) as db:
@@ -190,26 +132,11 @@ class Cluster:
         rows = self.query("select state, try_number from task_instance where dag_id = ?", dag_id)
         return (str(rows[0][0]), int(rows[0][1])) if rows else None
 
-    def log_tail(self) -> str:
-        parts = []
-        for log in sorted(self.home.glob("*.log")):
-            parts.append(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}")
-        return "\n".join(parts)
-
     def process_talking_to_simulator(self) -> psutil.Process | None:
         """The task process with a connection open to the simulator (the one making the call)."""
         port = int(self.sim.url.rsplit(":", 1)[1])
-        root = self.procs.get("scheduler")
-        if root is None:
-            return None
-        for proc in psutil.Process(root.pid).children(recursive=True):
-            try:
-                conns = proc.net_connections(kind="tcp")
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-            if any(c.raddr and c.raddr.port == port for c in conns):
-                return proc
-        return None
+        found = self.processes_talking_to(port, ["scheduler"])
+        return found[0] if found else None
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +149,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             airflow.start("dag-processor")
             airflow.start("triggerer")
             try:
-                _wait_for(
+                wait_for(
                     "the DAGs to be parsed",
                     lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 7,
                     STARTUP_TIMEOUT_S,
@@ -252,7 +179,7 @@ def _task_process_polling(cluster: Cluster, scenario: str) -> psutil.Process:
 
 def _finish(cluster: Cluster, dag_id: str) -> str:
     try:
-        state = _wait_for(
+        state = wait_for(
             f"{dag_id} to end",
             lambda: (s := cluster.dag_run_state(dag_id)) in ("success", "failed") and s,
             CASE_TIMEOUT_S,
@@ -271,7 +198,7 @@ def test_worker_killed_during_the_start_then_the_retry_bills_one_run(cluster: Cl
         )
     )
     cluster.run(["dags", "trigger", "crash_start"])
-    victim = _wait_for("the start request", cluster.process_talking_to_simulator, 120)
+    victim = wait_for("the start request", cluster.process_talking_to_simulator, 120)
     assert _runs(sim, "crash-start") == []  # the answer is held: the start is in flight
     killed_at = time.monotonic()
     victim.send_signal(signal.SIGKILL)
@@ -285,14 +212,14 @@ def test_worker_killed_during_the_start_then_the_retry_bills_one_run(cluster: Cl
 def test_worker_killed_during_polling_then_the_retry_bills_one_run(cluster: Cluster) -> None:
     sim = cluster.sim
     cluster.run(["dags", "trigger", "crash_poll"])
-    _wait_for("the run to start", lambda: _runs(sim, "crash-poll"), 120)
+    wait_for("the run to start", lambda: _runs(sim, "crash-poll"), 120)
     run_id = _runs(sim, "crash-poll")[0]
-    _wait_for(
+    wait_for(
         "two polls",
         lambda: sum(1 for r in sim.requests if r.path.endswith(f"/bench-results/{run_id}")) >= 2,
         60,
     )
-    victim = _wait_for("the polling task process", cluster.process_talking_to_simulator, 30, every=0.2)
+    victim = wait_for("the polling task process", cluster.process_talking_to_simulator, 30, every=0.2)
     victim.send_signal(signal.SIGKILL)
     state = _finish(cluster, "crash_poll")
     runs = _runs(sim, "crash-poll")
@@ -304,9 +231,9 @@ def test_worker_killed_during_polling_then_the_retry_bills_one_run(cluster: Clus
 def test_triggerer_restarted_mid_wait_bills_one_run(cluster: Cluster) -> None:
     sim = cluster.sim
     cluster.run(["dags", "trigger", "crash_trigger"])
-    _wait_for("the task to defer", lambda: (cluster.task("crash_trigger") or ("",))[0] == "deferred", 120)
-    run_id = _wait_for("the run", lambda: _runs(sim, "crash-trigger"), 30)[0]
-    _wait_for(
+    wait_for("the task to defer", lambda: (cluster.task("crash_trigger") or ("",))[0] == "deferred", 120)
+    run_id = wait_for("the run", lambda: _runs(sim, "crash-trigger"), 30)[0]
+    wait_for(
         "the triggerer to poll",
         lambda: any(r.path.endswith(f"/bench-results/{run_id}") for r in sim.requests),
         60,
@@ -314,7 +241,7 @@ def test_triggerer_restarted_mid_wait_bills_one_run(cluster: Cluster) -> None:
     cluster.stop("triggerer")
     polls_before = len(sim.requests)
     cluster.start("triggerer")
-    _wait_for("the new triggerer to poll", lambda: len(sim.requests) > polls_before, 120)
+    wait_for("the new triggerer to poll", lambda: len(sim.requests) > polls_before, 120)
     state = _finish(cluster, "crash_trigger")
     runs = _runs(sim, "crash-trigger")
     print(f"crash_trigger: DAG run {state}, task {cluster.task('crash_trigger')}, runs billed {runs}")
@@ -331,7 +258,7 @@ def test_a_persons_clear_starts_a_new_run_a_retry_never_does(cluster: Cluster) -
     assert _finish(cluster, "crash_clear") == "success"
     assert len(_runs(sim, "crash-clear")) == 1
     cluster.run(["tasks", "clear", "crash_clear", "--task-regex", "load_test", "--yes"])
-    _wait_for(
+    wait_for(
         "the cleared task to run again and succeed",
         lambda: cluster.task("crash_clear") == ("success", 2),
         CASE_TIMEOUT_S,

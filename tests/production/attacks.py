@@ -1,0 +1,575 @@
+"""The attacks of issue 17, as data: what each does, when it strikes, and what every task instance must show.
+
+Each attack runs in rounds (``repeat``); a round starts its task instances (one load test each, on a
+scenario of its own), waits until they are where the attack aims (waiting on a run, or holding a start
+in flight), strikes, and waits for every task instance's verdict. Per task instance the rig then counts,
+from the simulator: the runs started, the runs that ended stopped and the stop calls; and from Airflow:
+the final state, the cause named in its failure message, and the time from the strike to the verdict.
+The rule (issue 17): a run is stopped only when someone decided it should end, never because the process
+watching it went away; a clear gives exactly one new run and stops the old; a mark-failed stops the run.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from devtools.airflow_cluster import wait_for
+from tests.production.cluster import TRIGGERER_HEALTH_THRESHOLD_S, TRIGGERERS, WORKERS, ProdCluster
+
+SYNC, DEFERRABLE = "sync", "deferrable"
+DAG_OF = {SYNC: "prod_sync", DEFERRABLE: "prod_deferrable"}
+
+#: How long a round may take past its runs' planned length before the rig gives up on it.
+ROUND_SLACK_S = 420.0
+#: The database outage of the issue (a failover, a restart of the host).
+OUTAGE_S = 45.0
+#: How long the simulator holds the answer of a start (``worker SIGKILL mid-start``).
+START_HELD_S = 30.0
+
+#: Causes read from a task instance's logs (the final try first), in this order: the first that matches.
+CAUSES: tuple[tuple[str, str], ...] = (
+    ("blamed outside", r"was aborted from outside"),
+    ("start outcome unknown", r"its outcome is unknown"),
+    ("no verdict", r"ended without a verdict"),
+    ("failed in the service", r"failed in the service"),
+    ("gate", r"broke the quality gate"),
+    ("timeout", r"did not end within|timed out"),
+    ("server said stop", r"shouldn't be running anymore"),
+    ("heartbeats lost", r"Too many failed heartbeats"),
+)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What every task instance of an attack must show.
+
+    ``cause``: the failure's cause (see ``CAUSES``); ``None``: not checked (success has none).
+    ``stopped``: runs that ended stopped; ``max_stop_calls``: stop requests allowed (one per decision).
+    """
+
+    state: str
+    starts: int = 1
+    stopped: int = 0
+    max_stop_calls: int = 0
+    cause: str | None = None
+    max_verdict_s: float = 300.0
+
+
+@dataclass
+class Ti:
+    """One task instance of a round: a DAG run of ``prod_sync`` or ``prod_deferrable``."""
+
+    attack: str
+    round: int
+    index: int
+    mode: str
+
+    @property
+    def scenario(self) -> str:
+        return f"rig-{self.attack}-{self.round}-{self.index}"
+
+    @property
+    def dag_id(self) -> str:
+        return DAG_OF[self.mode]
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.scenario}-{self.mode}"
+
+
+@dataclass
+class Round:
+    attack: Attack
+    number: int
+    tis: list[Ti]
+    struck_at: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    victims: set[str] = field(default_factory=set)  # run ids of the task instances hit directly
+
+
+Strike = Callable[[ProdCluster, Round], None]
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str
+    what: str
+    modes: tuple[str, ...]  # one task instance per entry
+    duration_s: float  # the runs' planned length
+    strike: Strike
+    expect: Expect
+    phase: str = "waiting"  # "waiting": on a run; "starting": a start in flight
+    start_held_s: float = 0.0
+
+    def plan(self, number: int) -> Round:
+        return Round(self, number, [Ti(self.name, number, i, m) for i, m in enumerate(self.modes)])
+
+
+@dataclass
+class TiResult:
+    attack: str
+    round: int
+    mode: str
+    run_id: str
+    victim: bool
+    state: str | None
+    tries: int
+    starts: int
+    stopped: int
+    stop_calls: int
+    cause: str | None
+    message: str
+    verdict_s: float | None
+    broken: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- the strikes ------------------------------------------------------------------------------------
+
+
+def _holders(cluster: ProdCluster, rnd: Round, column: str) -> dict[str, list[Ti]]:
+    """Component name -> the round's task instances it holds (``hostname``: worker; ``triggerer``)."""
+    held: dict[str, list[Ti]] = {}
+    for ti in rnd.tis:
+        row = cluster.task_instance(ti.dag_id, ti.run_id) or {}
+        if row.get(column):
+            held.setdefault(str(row[column]), []).append(ti)
+    return held
+
+
+def _busiest_triggerer(cluster: ProdCluster, rnd: Round) -> tuple[str, list[Ti]]:
+    held = _holders(cluster, rnd, "triggerer")
+    name = max(TRIGGERERS, key=lambda t: len(held.get(t, [])))
+    victims = held.get(name, [])
+    rnd.victims.update(ti.run_id for ti in victims)
+    rnd.notes.append(f"{name} held {len(victims)} of {len(rnd.tis)} triggers")
+    return name, victims
+
+
+def _taken_over(cluster: ProdCluster, victims: list[Ti], lost: str) -> bool:
+    """Every victim's trigger is held by another triggerer (or its task left the deferred state)."""
+    for ti in victims:
+        row = cluster.task_instance(ti.dag_id, ti.run_id)
+        if row is None:
+            return False
+        if row["state"] == "deferred" and row["triggerer"] in (None, lost):
+            return False
+    return True
+
+
+def triggerer_sigstop(cluster: ProdCluster, rnd: Round) -> None:
+    """A triggerer stalls (GC pause, frozen VM) past the health threshold, then wakes up."""
+    name, victims = _busiest_triggerer(cluster, rnd)
+    with cluster.held(name):
+        cluster.send(name, signal.SIGSTOP)
+        began = time.monotonic()
+        try:
+            wait_for(
+                "the other triggerer to take the triggers over",
+                lambda: _taken_over(cluster, victims, name),
+                TRIGGERER_HEALTH_THRESHOLD_S * 6,
+                1,
+            )
+            time.sleep(3)
+        except AssertionError as exc:
+            rnd.notes.append(str(exc))
+        finally:
+            cluster.send(name, signal.SIGCONT)
+        rnd.notes.append(f"{name} stopped for {time.monotonic() - began:.0f} s")
+
+
+def triggerer_sigkill(cluster: ProdCluster, rnd: Round) -> None:
+    """A triggerer dies (OOM killer, host lost); it is started again once the other took over."""
+    name, victims = _busiest_triggerer(cluster, rnd)
+    with cluster.held(name):
+        cluster.stop_service(name, signal.SIGKILL, timeout=10)
+        try:
+            wait_for(
+                "the other triggerer to take the triggers over",
+                lambda: _taken_over(cluster, victims, name),
+                TRIGGERER_HEALTH_THRESHOLD_S * 6,
+                1,
+            )
+        except AssertionError as exc:
+            rnd.notes.append(str(exc))
+
+
+def _workers_holding(cluster: ProdCluster, rnd: Round) -> list[str]:
+    held = _holders(cluster, rnd, "hostname")
+    names = [w for w in WORKERS if held.get(w)]
+    for w in names:
+        rnd.victims.update(ti.run_id for ti in held[w] if ti.mode == SYNC)
+    rnd.notes.append("workers hit: " + ", ".join(f"{w} ({len(held[w])} TIs)" for w in names))
+    return names
+
+
+def worker_sigterm(cluster: ProdCluster, rnd: Round) -> None:
+    """``systemctl restart`` of the workers running the round's tasks: SIGTERM to every process of the
+    service, up to 90 s to exit (``TimeoutStopSec``), SIGKILL for what is left, then started again."""
+    names = _workers_holding(cluster, rnd)
+    with cluster.held(*names):
+        for name in names:
+            began = time.monotonic()
+            cluster.stop_service(name, signal.SIGTERM, timeout=90)
+            rnd.notes.append(f"{name} stopped in {time.monotonic() - began:.0f} s")
+
+
+def worker_sigkill(cluster: ProdCluster, rnd: Round) -> None:
+    """The workers running the round's tasks die at once (host lost), and come back."""
+    if rnd.attack.phase == "starting":
+        port = int(cluster.sim.url.rsplit(":", 1)[1])
+        names = [w for w in WORKERS if cluster.processes_talking_to(port, [w])]
+        rnd.victims.update(ti.run_id for ti in rnd.tis)
+        rnd.notes.append(f"workers hit while the starts were in flight: {', '.join(names)}")
+    else:
+        names = _workers_holding(cluster, rnd)
+    with cluster.held(*names):
+        for name in names:
+            cluster.stop_service(name, signal.SIGKILL, timeout=10)
+        time.sleep(5)
+
+
+def scheduler_restart(cluster: ProdCluster, rnd: Round) -> None:
+    """The scheduler is restarted (an upgrade, a config change)."""
+    rnd.victims.update(ti.run_id for ti in rnd.tis)
+    with cluster.held("scheduler"):
+        cluster.stop_service("scheduler", signal.SIGTERM, timeout=90)
+
+
+def postgres_restart(cluster: ProdCluster, rnd: Round) -> None:
+    """The metadata database restarts (every connection cut, back within a second or two)."""
+    rnd.victims.update(ti.run_id for ti in rnd.tis)
+    cluster.pg.restart()
+
+
+def postgres_outage(cluster: ProdCluster, rnd: Round) -> None:
+    """The metadata database is gone for ``OUTAGE_S`` (a failover, a host reboot)."""
+    rnd.victims.update(ti.run_id for ti in rnd.tis)
+    cluster.pg.stop()
+    try:
+        time.sleep(OUTAGE_S)
+    finally:
+        cluster.pg.start()
+
+
+def clear_running(cluster: ProdCluster, rnd: Round) -> None:
+    """A person clears the running task instance (UI "Clear", here through the REST API)."""
+    for ti in rnd.tis:
+        rnd.victims.add(ti.run_id)
+        cluster.clear(ti.dag_id, ti.run_id)
+
+
+def mark_failed(cluster: ProdCluster, rnd: Round) -> None:
+    """A person marks the running task instance failed (UI "Mark as failed", REST API)."""
+    for ti in rnd.tis:
+        rnd.victims.add(ti.run_id)
+        cluster.mark_failed(ti.dag_id, ti.run_id)
+
+
+# --- the table of attacks -----------------------------------------------------------------------------
+
+HEALTHY = Expect(state="success", starts=1, stopped=0, max_stop_calls=0)
+
+ATTACKS: dict[str, Attack] = {
+    a.name: a
+    for a in [
+        Attack(
+            "triggerer-sigstop",
+            "triggerer SIGSTOP past the health threshold, then SIGCONT",
+            (DEFERRABLE,) * 4,
+            45,
+            triggerer_sigstop,
+            HEALTHY,
+        ),
+        Attack("triggerer-sigkill", "triggerer SIGKILL", (DEFERRABLE,) * 4, 45, triggerer_sigkill, HEALTHY),
+        Attack(
+            "worker-sigterm",
+            "worker SIGTERM to the whole service (systemctl restart)",
+            (SYNC,) * 2,
+            30,
+            worker_sigterm,
+            HEALTHY,
+        ),
+        Attack(
+            "worker-sigkill-start",
+            "worker SIGKILL while the start is in flight",
+            (SYNC,) * 2,
+            20,
+            worker_sigkill,
+            # The start's outcome cannot be known: the retry refuses to start another (issue 10's rule).
+            Expect(state="failed", starts=1, cause="start outcome unknown"),
+            phase="starting",
+            start_held_s=START_HELD_S,
+        ),
+        Attack(
+            "worker-sigkill-wait", "worker SIGKILL while waiting", (SYNC,) * 2, 30, worker_sigkill, HEALTHY
+        ),
+        Attack("scheduler-restart", "scheduler restart", (SYNC, DEFERRABLE), 30, scheduler_restart, HEALTHY),
+        Attack("postgres-restart", "PostgreSQL restart", (SYNC, DEFERRABLE), 30, postgres_restart, HEALTHY),
+        Attack(
+            "postgres-outage-45s",
+            f"PostgreSQL down {OUTAGE_S:g} s",
+            (SYNC, SYNC, DEFERRABLE),
+            90,
+            postgres_outage,
+            HEALTHY,
+        ),
+        Attack(
+            "clear-sync",
+            "clear while running (sync)",
+            (SYNC,),
+            20,
+            clear_running,
+            Expect(state="success", starts=2, stopped=1, max_stop_calls=1),
+        ),
+        Attack(
+            "clear-deferrable",
+            "clear while running (deferrable)",
+            (DEFERRABLE,),
+            20,
+            clear_running,
+            Expect(state="success", starts=2, stopped=1, max_stop_calls=1),
+        ),
+        Attack(
+            "mark-failed",
+            "mark failed while running",
+            (SYNC, DEFERRABLE),
+            30,
+            mark_failed,
+            Expect(state="failed", starts=1, stopped=1, max_stop_calls=1),
+        ),
+    ]
+}
+
+#: The slice CI runs (``tests/production/test_production_slice.py``): the cheapest attacks that the
+#: rule's two halves hinge on, a worker restart and a triggerer failover.
+CI_SLICE = ("worker-sigterm", "triggerer-sigkill")
+
+
+# --- running a round ----------------------------------------------------------------------------------
+
+
+def seed_scenarios(attacks: Sequence[Attack], repeat: int) -> list[dict[str, Any]]:
+    """One simulator scenario per task instance the run will start."""
+    return [
+        {
+            "id": ti.scenario,
+            "projectId": "demo-project",
+            "name": f"Rig {ti.scenario}",
+            "durationSeconds": attack.duration_s,
+        }
+        for attack in attacks
+        for number in range(1, repeat + 1)
+        for ti in attack.plan(number).tis
+    ]
+
+
+def _runs(cluster: ProdCluster, ti: Ti) -> list[Any]:
+    return cluster.sim.runs(ti.scenario)
+
+
+def _polls(cluster: ProdCluster, ti: Ti) -> int:
+    ids = {run.id for run in _runs(cluster, ti)}
+    return sum(
+        1
+        for r in cluster.sim.requests
+        if r.route == "get_bench_result" and r.path_params.get("bench_result_id") in ids
+    )
+
+
+def _in_phase(cluster: ProdCluster, rnd: Round, marks: dict[str, int]) -> bool:
+    """Every task instance of the round is where the attack aims."""
+    if rnd.attack.phase == "starting":
+        port = int(cluster.sim.url.rsplit(":", 1)[1])
+        talking = cluster.processes_talking_to(port, WORKERS)
+        return len(talking) >= len(rnd.tis) and not any(_runs(cluster, ti) for ti in rnd.tis)
+    for ti in rnd.tis:
+        row = cluster.task_instance(ti.dag_id, ti.run_id)
+        if row is None or not _runs(cluster, ti):
+            return False
+        if ti.mode == SYNC and (row["state"] != "running" or _polls(cluster, ti) < 2):
+            return False
+        if ti.mode == DEFERRABLE:
+            if row["state"] != "deferred" or row["triggerer"] is None:
+                return False
+            # a poll from the triggerer: one more than when the deferral was first seen
+            seen = marks.setdefault(ti.run_id, _polls(cluster, ti))
+            if _polls(cluster, ti) <= seen:
+                return False
+    return True
+
+
+def _ended(cluster: ProdCluster, ti: Ti) -> bool:
+    return cluster.dag_run_state(ti.dag_id, ti.run_id) in ("success", "failed")
+
+
+def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> list[TiResult]:
+    attack = rnd.attack
+    from airflow_provider_loadtest.simulator.faults import FaultSpec
+
+    if attack.start_held_s:
+        for ti in rnd.tis:
+            cluster.sim.state.add_fault(
+                FaultSpec(
+                    kind="delay",
+                    route="run_scenario",
+                    scenario_id=ti.scenario,
+                    delay_seconds=attack.start_held_s,
+                    count=1,
+                )
+            )
+    for ti in rnd.tis:
+        cluster.trigger(ti.dag_id, ti.run_id, {"scenario": ti.scenario})
+    marks: dict[str, int] = {}
+    try:
+        wait_for(
+            f"{attack.name} round {rnd.number} to reach its phase",
+            lambda: _in_phase(cluster, rnd, marks),
+            300,
+            1,
+        )
+    except AssertionError as exc:
+        rnd.notes.append(f"never reached the phase: {exc}")
+        log(f"  {attack.name} #{rnd.number}: {exc}")
+    rnd.struck_at = time.time()
+    restarts_before = len(cluster.restarts)
+    attack.strike(cluster, rnd)
+    log(f"  {attack.name} #{rnd.number}: struck ({'; '.join(rnd.notes)})")
+    bound = attack.duration_s + attack.start_held_s + ROUND_SLACK_S
+    try:
+        wait_for(
+            f"every task instance of {attack.name} round {rnd.number} to end",
+            lambda: all(_ended(cluster, ti) for ti in rnd.tis),
+            bound,
+            2,
+        )
+    except AssertionError as exc:
+        rnd.notes.append(str(exc))
+    # A stop sent by a process that outlived its task (a woken triggerer) lands a little later.
+    time.sleep(5)
+    for when, name, code in cluster.restarts[restarts_before:]:
+        rnd.notes.append(f"{name} exited (code {code}) and was restarted at +{when - rnd.struck_at:.0f} s")
+    return [collect(cluster, rnd, ti) for ti in rnd.tis]
+
+
+def classify(logs: dict[str, str]) -> tuple[str | None, str]:
+    """The cause named in the final try's log (then in any log), and the matching line."""
+    tries = sorted(
+        (name for name in logs if re.fullmatch(r"attempt=\d+\.log", name)),
+        key=lambda n: int(re.findall(r"\d+", n)[0]),
+    )
+    ordered = [logs[n] for n in reversed(tries)] + [t for n, t in logs.items() if n not in tries]
+    for text in ordered:
+        for cause, pattern in CAUSES:
+            match = re.search(pattern, text)
+            if match:
+                line_start = text.rfind("\n", 0, match.start()) + 1
+                line_end = text.find("\n", match.end())
+                return cause, text[line_start : line_end if line_end > 0 else None][:400]
+    return None, ""
+
+
+def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
+    runs = _runs(cluster, ti)
+    ids = {run.id for run in runs}
+    stop_calls = sum(
+        1
+        for r in cluster.sim.requests
+        if r.route == "stop_run" and r.path_params.get("bench_result_id") in ids
+    )
+    row = cluster.task_instance(ti.dag_id, ti.run_id) or {}
+    end = row.get("end_date")
+    verdict_s = end.timestamp() - rnd.struck_at if isinstance(end, datetime) else None
+    state = row.get("state")
+    cause, message = classify(cluster.task_logs(ti.dag_id, ti.run_id)) if state != "success" else (None, "")
+    result = TiResult(
+        attack=rnd.attack.name,
+        round=rnd.number,
+        mode=ti.mode,
+        run_id=ti.run_id,
+        victim=ti.run_id in rnd.victims,
+        state=state,
+        tries=int(row.get("try_number") or 0),
+        starts=len(runs),
+        stopped=sum(1 for run in runs if run.stopped_at is not None),
+        stop_calls=stop_calls,
+        cause=cause,
+        message=message,
+        verdict_s=verdict_s,
+    )
+    result.broken = check(result, rnd.attack.expect)
+    return result
+
+
+def check(result: TiResult, expect: Expect) -> list[str]:
+    """The rules this task instance broke, one line each."""
+    broken = []
+    if result.state != expect.state or (expect.cause is not None and result.cause != expect.cause):
+        broken.append(
+            f"verdict: {result.state} ({result.cause or 'no cause found'}), expected {expect.state}"
+            + (f" ({expect.cause})" if expect.cause else "")
+        )
+    if result.starts != expect.starts:
+        broken.append(f"starts: {result.starts} runs started, expected {expect.starts}")
+    if result.stopped != expect.stopped:
+        broken.append(f"stops: {result.stopped} runs ended stopped, expected {expect.stopped}")
+    if result.stop_calls > expect.max_stop_calls:
+        broken.append(f"stop calls: {result.stop_calls}, at most {expect.max_stop_calls} expected")
+    if result.verdict_s is None:
+        broken.append("no verdict: the task instance did not end")
+    elif result.verdict_s > expect.max_verdict_s + 0:
+        broken.append(
+            f"slow verdict: {result.verdict_s:.0f} s after the strike (> {expect.max_verdict_s:g} s)"
+        )
+    return broken
+
+
+# --- the summary ----------------------------------------------------------------------------------------
+
+
+def summary_rows(results: Sequence[TiResult]) -> list[dict[str, Any]]:
+    rows = []
+    for name, attack in ATTACKS.items():
+        mine = [r for r in results if r.attack == name]
+        if not mine:
+            continue
+        verdicts = [r.verdict_s for r in mine if r.verdict_s is not None]
+        expect = attack.expect
+        rows.append(
+            {
+                "attack": attack.what,
+                "TIs": len(mine),
+                "victims": sum(r.victim for r in mine),
+                "starts": sum(r.starts for r in mine),
+                "stopped": sum(r.stopped for r in mine),
+                "stop calls": sum(r.stop_calls for r in mine),
+                "wrong verdicts": sum(1 for r in mine if any(b.startswith("verdict") for b in r.broken)),
+                "healthy runs stopped": sum(max(0, r.stopped - expect.stopped) for r in mine),
+                "rules broken": sum(1 for r in mine if r.broken),
+                "verdict s (median/max)": (
+                    f"{statistics.median(verdicts):.0f}/{max(verdicts):.0f}" if verdicts else "-"
+                ),
+            }
+        )
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(no task instances)"
+    headers = list(rows[0])
+    widths = {h: max(len(h), *(len(str(r[h])) for r in rows)) for h in headers}
+    lines = [" | ".join(h.ljust(widths[h]) for h in headers)]
+    lines.append("-|-".join("-" * widths[h] for h in headers))
+    for row in rows:
+        lines.append(" | ".join(str(row[h]).ljust(widths[h]) for h in headers))
+    return "\n".join(lines)

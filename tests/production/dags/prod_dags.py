@@ -1,0 +1,28 @@
+"""The rig's DAGs: one load test per DAG run, its scenario given in the run's conf (one per task instance).
+
+Each task instance gets a scenario of its own in the simulator, so every start and stop the simulator
+records belongs to exactly one task instance. ``retries=2``: an infrastructure failure has tries to
+spare, so a task that fails anyway failed on a verdict, not for want of a retry.
+"""
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+
+for dag_id, deferrable in [("prod_sync", False), ("prod_deferrable", True)]:
+    with DAG(
+        dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False, max_active_runs=64
+    ) as dag:
+        RunScenarioOperator(
+            task_id="load_test",
+            scenario_id="{{ dag_run.conf['scenario'] }}",
+            workspace_id="demo-workspace",
+            check_interval=2,
+            timeout=900,
+            deferrable=deferrable,
+            retries=2,
+            retry_delay=timedelta(seconds=5),
+        )
+    globals()[dag_id] = dag
