@@ -49,8 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     log("")
     log(format_table(summary_rows(results)))
     for r in results:
-        for line in r.broken:
-            log(f"BROKEN {r.attack} {r.run_id} ({r.mode}): {line} [{r.cause}: {r.message[:300]}]")
+        if r.broken:
+            log(f"BROKEN {r.attack} #{r.round} {r.run_id}: " + "; ".join(r.broken))
+            log(f"    cause: {r.cause}: {r.message[:300]}")
+            for line in r.stop_lines:
+                log(f"    {line}")
+            log(f"    logs: {r.logs}")
     log(f"wall time {time.monotonic() - began:.0f} s")
     if args.json:
         args.json.write_text(json.dumps([r.to_json() for r in results], indent=1, default=str))

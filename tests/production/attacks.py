@@ -11,6 +11,7 @@ watching it went away; a clear gives exactly one new run and stops the old; a ma
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import statistics
@@ -52,6 +53,8 @@ class Expect:
 
     ``cause``: the failure's cause (see ``CAUSES``); ``None``: not checked (success has none).
     ``stopped``: runs that ended stopped; ``max_stop_calls``: stop requests allowed (one per decision).
+    ``wrong_causes``: causes a message must never name: nobody stops a run in the service during the
+    rig, so a run "aborted from outside" is always the task blaming others for its own stop.
     """
 
     state: str
@@ -60,6 +63,7 @@ class Expect:
     max_stop_calls: int = 0
     cause: str | None = None
     max_verdict_s: float = 300.0
+    wrong_causes: tuple[str, ...] = ("blamed outside",)
 
 
 @dataclass
@@ -127,6 +131,8 @@ class TiResult:
     cause: str | None
     message: str
     verdict_s: float | None
+    stop_lines: list[str] = field(default_factory=list)  # what the logs say about stopping the run
+    logs: str = ""  # the folder of the task instance's logs
     broken: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -326,7 +332,7 @@ ATTACKS: dict[str, Attack] = {
         Attack(
             "clear-sync",
             "clear while running (sync)",
-            (SYNC,),
+            (SYNC,) * 2,
             20,
             clear_running,
             Expect(state="success", starts=2, stopped=1, max_stop_calls=1),
@@ -334,7 +340,7 @@ ATTACKS: dict[str, Attack] = {
         Attack(
             "clear-deferrable",
             "clear while running (deferrable)",
-            (DEFERRABLE,),
+            (DEFERRABLE,) * 2,
             20,
             clear_running,
             Expect(state="success", starts=2, stopped=1, max_stop_calls=1),
@@ -350,9 +356,10 @@ ATTACKS: dict[str, Attack] = {
     ]
 }
 
-#: The slice CI runs (``tests/production/test_production_slice.py``): the cheapest attacks that the
-#: rule's two halves hinge on, a worker restart and a triggerer failover.
-CI_SLICE = ("worker-sigterm", "triggerer-sigkill")
+#: The slice CI runs (``tests/production/test_production_slice.py``): the two attacks every deployment
+#: meets, a worker restart (each deploy) and a triggerer failover, both of which stopped every healthy
+#: run they touched before issue 17.
+CI_SLICE = ("worker-sigterm", "triggerer-sigstop")
 
 
 # --- running a round ----------------------------------------------------------------------------------
@@ -461,21 +468,43 @@ def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> l
     return [collect(cluster, rnd, ti) for ti in rnd.tis]
 
 
-def classify(logs: dict[str, str]) -> tuple[str | None, str]:
-    """The cause named in the final try's log (then in any log), and the matching line."""
-    tries = sorted(
-        (name for name in logs if re.fullmatch(r"attempt=\d+\.log", name)),
-        key=lambda n: int(re.findall(r"\d+", n)[0]),
-    )
-    ordered = [logs[n] for n in reversed(tries)] + [t for n, t in logs.items() if n not in tries]
-    for text in ordered:
+def log_messages(logs: dict[str, str]) -> list[tuple[str, str]]:
+    """(file, message) of every line of a task instance's logs, tries in order, each try's triggerer
+    logs after it; a JSON line gives its event and its exceptions' values."""
+
+    def order(name: str) -> tuple[int, str]:
+        number = re.search(r"attempt=(\d+)", name)
+        return (int(number.group(1)) if number else 0, name)
+
+    found = []
+    for name in sorted(logs, key=order):
+        for line in logs[name].splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = None
+            if not isinstance(entry, dict):
+                found.append((name, line))
+                continue
+            parts = [str(entry.get("event", ""))]
+            parts += [
+                str(e.get("exc_value", "")) for e in entry.get("error_detail") or [] if isinstance(e, dict)
+            ]
+            found.append((name, ": ".join(p for p in parts if p)))
+    return found
+
+
+def classify(messages: list[tuple[str, str]]) -> tuple[str | None, str]:
+    """The cause the last failure names (the latest try's logs first), and its message."""
+    for _name, text in reversed(messages):
         for cause, pattern in CAUSES:
-            match = re.search(pattern, text)
-            if match:
-                line_start = text.rfind("\n", 0, match.start()) + 1
-                line_end = text.find("\n", match.end())
-                return cause, text[line_start : line_end if line_end > 0 else None][:400]
+            if re.search(pattern, text):
+                return cause, text[:400]
     return None, ""
+
+
+#: Log lines that say a run is being, or was, stopped (by the task, a trigger or Airflow).
+STOP_LINE = re.compile(r"[Ss]topping run|Stopped run|[Aa]sked to stop run|stopped by a user")
 
 
 def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
@@ -490,7 +519,8 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
     end = row.get("end_date")
     verdict_s = end.timestamp() - rnd.struck_at if isinstance(end, datetime) else None
     state = row.get("state")
-    cause, message = classify(cluster.task_logs(ti.dag_id, ti.run_id)) if state != "success" else (None, "")
+    messages = log_messages(cluster.task_logs(ti.dag_id, ti.run_id))
+    cause, message = classify(messages) if state != "success" else (None, "")
     result = TiResult(
         attack=rnd.attack.name,
         round=rnd.number,
@@ -505,6 +535,8 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
         cause=cause,
         message=message,
         verdict_s=verdict_s,
+        stop_lines=[f"{name}: {text[:300]}" for name, text in messages if STOP_LINE.search(text)],
+        logs=str(cluster.task_log_folder(ti.dag_id, ti.run_id)),
     )
     result.broken = check(result, rnd.attack.expect)
     return result
@@ -513,7 +545,10 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
 def check(result: TiResult, expect: Expect) -> list[str]:
     """The rules this task instance broke, one line each."""
     broken = []
-    if result.state != expect.state or (expect.cause is not None and result.cause != expect.cause):
+    wrong_cause = (expect.cause is not None and result.cause != expect.cause) or (
+        result.cause in expect.wrong_causes
+    )
+    if result.state != expect.state or wrong_cause:
         broken.append(
             f"verdict: {result.state} ({result.cause or 'no cause found'}), expected {expect.state}"
             + (f" ({expect.cause})" if expect.cause else "")

@@ -296,9 +296,12 @@ class ProdCluster(AirflowProcesses):
 
     # --- where a task instance's logs are ----------------------------------------------------------
 
+    def task_log_folder(self, dag_id: str, run_id: str) -> Path:
+        return self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={TASK_ID}"
+
     def task_logs(self, dag_id: str, run_id: str) -> dict[str, str]:
         """File name -> text of every log of the task instance: one per try, and the triggerers'."""
-        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={TASK_ID}"
+        folder = self.task_log_folder(dag_id, run_id)
         if not folder.exists():
             return {}
         return {p.name: p.read_text(errors="replace") for p in sorted(folder.glob("*.log*"))}

@@ -1,0 +1,35 @@
+"""CI's slice of the production-like rig (issue 17): one worker restart and one triggerer failover.
+
+The two attacks every deployment meets (a ``systemctl restart`` of the workers at each deploy, a
+triggerer lost), once each, on the whole rig: PostgreSQL, Redis, Celery with two workers, two
+triggerers. Every attack, repeated: ``make test-prod``. The slice needs the rig's prerequisites, the
+``prod`` dependency group and the Debian packages ``postgresql`` and ``redis-server``; where one is
+missing (``make test`` alone syncs the environment without the group) it is skipped with the reason,
+and never installs anything system-wide itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.production.attacks import ATTACKS, CI_SLICE, format_table, summary_rows
+from tests.production.rig import missing_prerequisites, production_rig, run_attacks
+
+pytestmark = [pytest.mark.integration, pytest.mark.production]
+
+
+def test_a_worker_restart_and_a_triggerer_failover_stop_no_healthy_load_test() -> None:
+    why = missing_prerequisites()
+    if why:
+        pytest.skip(why)
+    attacks = [ATTACKS[name] for name in CI_SLICE]
+    lines: list[str] = []
+    with production_rig(attacks, 1, lines.append) as cluster:
+        results = run_attacks(cluster, attacks, 1, lines.append)
+        cluster.keep_home = any(r.broken for r in results)
+    print("\n".join(lines))
+    print(format_table(summary_rows(results)))
+    broken = [
+        f"{r.attack} {r.run_id}: {line} ({r.cause}: {r.message[:300]})" for r in results for line in r.broken
+    ]
+    assert not broken, "\n".join(broken + lines[-10:])
