@@ -173,8 +173,8 @@ def _stopped(sim: SimulatorHandle, scenario: str) -> list[str]:
 
 def _task_process_polling(cluster: Cluster, scenario: str) -> psutil.Process:
     """The task process of ``scenario``'s running task, once its run is RUNNING and polled."""
-    _wait_for("the run to start", lambda: _runs(cluster.sim, scenario), 120)
-    return _wait_for("the task process polling", cluster.process_talking_to_simulator, 60, every=0.2)
+    wait_for("the run to start", lambda: _runs(cluster.sim, scenario), 120)
+    return wait_for("the task process polling", cluster.process_talking_to_simulator, 60, every=0.2)
 
 
 def _finish(cluster: Cluster, dag_id: str) -> str:
@@ -316,7 +316,7 @@ def test_marking_a_running_task_failed_stops_its_run(cluster: Cluster) -> None:
     cluster.run(["dags", "trigger", "crash_markfailed"])
     _task_process_polling(cluster, "crash-markfailed")
     cluster.query_write("update task_instance set state = 'failed' where dag_id = ?", "crash_markfailed")
-    _wait_for(
+    wait_for(
         "the run to be stopped",
         lambda: _stopped(cluster.sim, "crash-markfailed"),
         60,
