@@ -42,6 +42,8 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("failed in the service", r"failed in the service"),
     ("gate", r"broke the quality gate"),
     ("timeout", r"did not end within|timed out"),
+    ("person marked failed", r"a person marked the task failed|ended by a person \(state failed\)"),
+    ("person cleared", r"a person cleared the task|The task was cleared"),
     ("server said stop", r"shouldn't be running anymore"),
     ("heartbeats lost", r"Too many failed heartbeats"),
 )
