@@ -1,8 +1,9 @@
-"""CI's slice of the production-like rig (issue 17): one worker restart and one triggerer failover.
+"""CI's slice of the production-like rig (issue 17): a worker restart, a triggerer failover, a mark-failed.
 
 The two attacks every deployment meets (a ``systemctl restart`` of the workers at each deploy, a
-triggerer lost), once each, on the whole rig: PostgreSQL, Redis, Celery with two workers, two
-triggerers. Every attack, repeated: ``make test-prod``. The slice needs the rig's prerequisites, the
+triggerer lost) and the stop a person asks for (mark failed, sync and deferred), once each, on the
+whole rig: PostgreSQL, Redis, Celery with two workers, two triggerers. Every attack, repeated:
+``make test-prod``. The slice needs the rig's prerequisites, the
 ``prod`` dependency group and the Debian packages ``postgresql`` and ``redis-server``; where one is
 missing (``make test`` alone syncs the environment without the group) it is skipped with the reason,
 and never installs anything system-wide itself.
@@ -18,7 +19,7 @@ from tests.production.rig import missing_prerequisites, production_rig, run_atta
 pytestmark = [pytest.mark.integration, pytest.mark.production]
 
 
-def test_a_worker_restart_and_a_triggerer_failover_stop_no_healthy_load_test() -> None:
+def test_infrastructure_never_stops_a_healthy_load_test_and_a_person_always_can() -> None:
     why = missing_prerequisites()
     if why:
         pytest.skip(why)
