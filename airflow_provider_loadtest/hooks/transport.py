@@ -173,6 +173,9 @@ class Channel:
                 params=dict(request.params) or None,
                 json=request.json_body,
                 headers={"Accept": request.accept},
+                # aiohttp labels a body-less POST application/octet-stream, which a Spring server
+                # refuses (HTTP 415) on the calls without a body: the stop, the start
+                skip_auto_headers=_NO_CONTENT_TYPE if request.json_body is None else None,
                 proxy=self.proxy,
                 timeout=self._timeout(budget_s),
                 allow_redirects=False,  # a redirect would re-send a start to another host
@@ -188,6 +191,8 @@ class Channel:
         self.closed = True
         await self.session.close()
 
+
+_NO_CONTENT_TYPE = ("Content-Type",)
 
 #: Per running event loop: the channel of each connection's settings. Weak on the loop, so a loop that
 #: is gone (tests run many) takes its bookkeeping with it.

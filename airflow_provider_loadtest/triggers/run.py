@@ -16,6 +16,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 STOP_TIMEOUT_S = 12.0
 #: Bound for asking Airflow the task instance's state when the triggerer stops running a wait.
 STATE_QUERY_TIMEOUT_S = 5.0
+#: The stops ``on_kill`` started, kept referenced until they end (the loop holds tasks only weakly).
+_STOPS_IN_FLIGHT: set[asyncio.Task[None]] = set()
 
 
 class LoadTestRunTrigger(BaseTrigger):
@@ -120,7 +122,18 @@ class LoadTestRunTrigger(BaseTrigger):
         tells which (``decisions.stops.cause_in_triggerer``); when in doubt the run is left going, for the
         other triggerer or the next try. A clear is left to the next try, which records why it stops the
         old run (a trigger cannot write the task's state store).
+
+        The work is shielded: Airflow 3.3.2's triggerer cancels a cancelled trigger again at each of its
+        syncs (about every second) until its task ends, which would cut the state read and the stop
+        short; the shielded task goes on in the triggerer's loop, bounded by its own timeouts.
         """
+        task = asyncio.ensure_future(self._stop_if_a_person_ended_it())
+        _STOPS_IN_FLIGHT.add(task)
+        task.add_done_callback(_STOPS_IN_FLIGHT.discard)
+        await asyncio.shield(task)
+
+    async def _stop_if_a_person_ended_it(self) -> None:
+        """``on_kill``'s work: read the task instance's state, stop the run if a person ended the task."""
         from airflow_provider_loadtest.api import endpoints
         from airflow_provider_loadtest.decisions.runs import is_terminal, normal_state
         from airflow_provider_loadtest.decisions.stops import cause_in_triggerer

@@ -10,6 +10,7 @@ reading the run record. The task instance's state "as the API server sees it" is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -511,3 +512,77 @@ def test_the_trigger_carries_who_may_stop_the_run() -> None:
     assert kwargs["stops_on_kill"] is False
     del kwargs["stops_on_kill"]
     assert LoadTestRunTrigger(**kwargs).stops_on_kill is True
+
+
+@pytest.mark.skipif(not AIRFLOW_V_3_3_PLUS, reason="Airflow calls BaseTrigger.on_kill from 3.3 on")
+def test_the_triggers_stop_survives_the_triggerers_repeated_cancels(
+    loadtest_conn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the production rig: Airflow 3.3.2's triggerer cancels a cancelled trigger again at each
+    sync (about every second) while ``on_kill`` runs, and swallows the CancelledError; the state read
+    alone took 3 s there, so a person's mark-failed never reached the service. The work is shielded."""
+    import time as _time
+
+    import httpx
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.method)
+        return httpx.Response(200, json={"id": "br-1", "state": "RUNNING"})
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    _plug_async_service(monkeypatch, handler, no_sleep)
+
+    def slow_state(ti: Any) -> tuple[bool, Any]:
+        _time.sleep(0.3)  # the supervisor's answer takes longer than the triggerer's next cancel
+        return True, "failed"
+
+    monkeypatch.setattr(run_lifecycle, "task_instance_state", slow_state)
+
+    async def play() -> None:
+        killing = asyncio.ensure_future(_trigger().on_kill())
+        for _ in range(3):  # the triggerer's syncs, each cancelling the trigger's task again
+            await asyncio.sleep(0.05)
+            killing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await killing
+        for _ in range(100):  # the shielded stop goes on in the loop
+            if "POST" in seen:
+                return
+            await asyncio.sleep(0.02)
+
+    asyncio.run(play())
+    assert seen == ["GET", "POST"]
+
+
+def test_a_stop_from_the_triggerer_is_accepted_by_a_strict_server() -> None:
+    """Found by the production rig: aiohttp labels a body-less POST ``application/octet-stream``, which
+    a Spring server (and the simulator) refuses with HTTP 415, so no deferred stop ever landed."""
+    import requests
+    from airflow.sdk import Connection
+
+    from airflow_provider_loadtest.api import endpoints
+    from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
+    from airflow_provider_loadtest.hooks.settings import settings_from_connection
+    from airflow_provider_loadtest.simulator import run_simulator
+
+    with run_simulator(run_seconds=30) as sim:
+        started = requests.post(
+            f"{sim.url}/runtime/scenarios/run/demo-scenario",
+            headers={"Authorization": f"Bearer {sim.api_key}"},
+            timeout=10,
+        )
+        run_id = started.json()["benchResultIds"][0]
+        settings = settings_from_connection(
+            Connection(conn_id="strict", conn_type="loadtest", host=sim.url, password=sim.api_key)
+        )
+
+        async def stop() -> Any:
+            async with AsyncLoadTestClient(settings) as client:
+                return await client.call(endpoints.stop_run(run_id))
+
+        assert str(asyncio.run(stop()).state) in ("ABORTED", "BenchResultState.ABORTED")
+        assert [r.status for r in sim.requests if r.route == "stop_run"] == [200]
