@@ -137,12 +137,12 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
         }
         assert "accepts the change of RESPONSE_TIME_AVG, RESPONSE_TIME_PERCENTILE_95" in third.output
 
-        # 4. the night after: judged against the restarted history (the bound alone until 8 nights)
+        # 4. the night after: judged against the restarted history (the bound alone until 4 nights)
         fourth = home.dags_test(DAG_ID, release_2, logical_date="2026-11-04")
         assert fourth.succeeded, fourth.output[-6000:]
         for metric, row in _bounded(fourth).items():
             assert row["passed"] and row["history_n"] == 1 and row["baseline"] == rows[metric]["value"]
-            assert "1 night of history, 8 needed" in row["note"]
+            assert "1 night of history, 4 needed" in row["note"]
 
         assert (len(sim.starts("release-1")), len(sim.starts("release-2"))) == (1, 3)
         print(second.output[second.output.index("Quality gate of run") :][:1200])
