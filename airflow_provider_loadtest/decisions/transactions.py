@@ -21,7 +21,7 @@ only cheap imports at module level: the operator checks the settings when the DA
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -98,23 +98,10 @@ class TransactionBudgets:
     @classmethod
     def parse(cls, value: object) -> TransactionBudgets:
         """Check the rendered setting; ``ValueError`` names what is wrong, and where."""
-        if value is None or value == {}:
-            return cls({})
-        if not isinstance(value, Mapping):
-            raise ValueError(
-                f"{PARAMETER} must be a mapping of transaction label (or pattern such as 'api/*') to "
-                f"{{metric id: condition}}, got {type(value).__name__}"
-            )
         budgets: dict[str, dict[str, Budget]] = {}
-        for key, conditions in value.items():
-            if not isinstance(key, str) or not key.strip():
-                raise ValueError(f"{PARAMETER}: {key!r} is not a transaction label (a non-empty string)")
-            where = f"{PARAMETER}[{key!r}]"
-            if not isinstance(conditions, Mapping) or not conditions:
-                raise ValueError(
-                    f"{where} must be a non-empty mapping of metric id to condition, such as "
-                    "{'RESPONSE_TIME_PERCENTILE_95': '<= 800'}"
-                )
+        for key, where, conditions in _per_transaction(
+            value, PARAMETER, "condition", "{'RESPONSE_TIME_PERCENTILE_95': '<= 800'}"
+        ):
             budgets[key] = {
                 _check_metric(where, metric): Budget.parse(metric, condition, where)
                 for metric, condition in conditions.items()
@@ -269,27 +256,35 @@ def _plain(value: object) -> object:
 
 
 def _parse_bounds(value: object) -> dict[str, dict[str, float]]:
-    if value is None or value == {}:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValueError(
-            f"{BOUNDS_PARAMETER} must be a mapping of transaction label (or pattern such as 'api/*') to "
-            f"{{metric id: percent}}, got {type(value).__name__}"
-        )
     bounds: dict[str, dict[str, float]] = {}
-    for key, per_metric in value.items():
-        if not isinstance(key, str) or not key.strip():
-            raise ValueError(f"{BOUNDS_PARAMETER}: {key!r} is not a transaction label (a non-empty string)")
-        where = f"{BOUNDS_PARAMETER}[{key!r}]"
-        if not isinstance(per_metric, Mapping) or not per_metric:
-            raise ValueError(
-                f"{where} must be a non-empty mapping of metric id to percent, such as "
-                "{'RESPONSE_TIME_PERCENTILE_95': 10}"
-            )
+    for key, where, per_metric in _per_transaction(
+        value, BOUNDS_PARAMETER, "percent", "{'RESPONSE_TIME_PERCENTILE_95': 10}"
+    ):
         for metric in per_metric:
             _check_metric(where, metric)
         bounds[key] = parse_regression(per_metric, where)
     return bounds
+
+
+def _per_transaction(
+    value: object, parameter: str, what: str, example: str
+) -> Iterator[tuple[str, str, Mapping[Any, Any]]]:
+    """``{label or pattern: {metric id: what}}`` checked level by level: each label, where it is (for the
+    messages: ``parameter['label']``) and its mapping; a ``ValueError`` names what is wrong, and where."""
+    if value is None or value == {}:
+        return
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"{parameter} must be a mapping of transaction label (or pattern such as 'api/*') to "
+            f"{{metric id: {what}}}, got {type(value).__name__}"
+        )
+    for key, inner in value.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{parameter}: {key!r} is not a transaction label (a non-empty string)")
+        where = f"{parameter}[{key!r}]"
+        if not isinstance(inner, Mapping) or not inner:
+            raise ValueError(f"{where} must be a non-empty mapping of metric id to {what}, such as {example}")
+        yield key, where, inner
 
 
 def _unmeasured_rows(gate: TransactionGate, key: str, reason: str) -> list[GateRow]:
