@@ -5,18 +5,13 @@ under a running task (``TaskInstance.prepare_db_for_next_try``: ``self.id = uuid
 a scheduler resets an orphaned task; the task state store is addressed by that id
 (``/execution/state-store/{task_instance_id}/{key}``), so the try being ended can no longer write to it.
 
-* a person clears the running task: the try's ``on_kill`` decides "clear", but recording the decision
-  fails (404: the task instance id it knows no longer exists), so it does not stop the run, and says it
-  did. The new run and the old run's stop come only from the fallback (``max_tries`` raised by the
-  scheduler, which LocalExecutor's always-SUCCESS executor event allows; Celery reports a failed
-  process as FAILURE, and then nothing raises it: issue 17, point 4).
+* a person clears the running task: the try's ``on_kill`` decides "clear"; recording the decision fails
+  (404: the task instance id it knows no longer exists), and the run is stopped anyway (the decision
+  stands); the next try recognises the clear (``max_tries``, or the DAG run's ``clear_number`` under
+  Celery, where nothing raises ``max_tries``) and starts exactly one new run.
 * a scheduler is killed (SIGKILL, its LocalExecutor task keeps running) and a new one starts: it resets
-  the orphaned running task instance to state None (new id). HELD when written: the new scheduler had
-  already started the next try (state ``running``) when the old try's heartbeat got its 404, so its
-  ``on_kill`` left the run going. Had it read None (the heartbeat landing in the one scheduler loop
-  between the reset and the next try being scheduled) it would have taken it for a person's clear
-  (``tests/unit/test_review_issue17.py::test_a_scheduler_resetting_an_orphaned_running_task_...``);
-  today the store write's 404 would then keep it from stopping, but not from saying so.
+  the orphaned running task instance (new id, state None). That is infrastructure: the run is neither
+  stopped nor blamed on a person (a state of None on the worker is never read as a clear).
 """
 
 from __future__ import annotations
