@@ -35,6 +35,9 @@ pytestmark = pytest.mark.integration
 START_HELD_S = 25.0  # how long the simulator holds the first start's answer
 CASE_TIMEOUT_S = 240.0
 STARTUP_TIMEOUT_S = 180.0
+#: The triggerer's own environment: a connection the workers have and it cannot read (a secrets backend
+#: configured on workers only, a variable missing from its deployment).
+TRIGGERER_ENV = {"AIRFLOW_CONN_LOADTEST_WORKERS_ONLY": "not a connection"}
 
 DAG_FILE = """
 from datetime import datetime, timedelta
@@ -51,6 +54,7 @@ for dag_id, scenario, deferrable in [
     ("crash_sigterm", "crash-sigterm", False),
     ("crash_markfailed", "crash-markfailed", False),
     ("crash_clearrun", "crash-clearrun", False),
+    ("crash_handback", "crash-handback", True),
 ]:
     with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False) as dag:
         RunScenarioOperator(
@@ -58,6 +62,8 @@ for dag_id, scenario, deferrable in [
             scenario_id=scenario,
             workspace_id="demo-workspace",
             check_interval=1,
+            # the triggerer cannot read this connection (see TRIGGERER_ENV): its waits are handed back
+            loadtest_conn_id="loadtest_workers_only" if dag_id == "crash_handback" else "loadtest_default",
             timeout=180,
             deferrable=deferrable,
             retries=1,
@@ -77,6 +83,7 @@ def _seed() -> dict[str, Any]:
         {"id": "crash-sigterm", "projectId": "demo-project", "name": "Crash sigterm", "durationSeconds": 40},
         {"id": "crash-markfailed", "projectId": "demo-project", "name": "Mark failed", "durationSeconds": 60},
         {"id": "crash-clearrun", "projectId": "demo-project", "name": "Clear running", "durationSeconds": 30},
+        {"id": "crash-handback", "projectId": "demo-project", "name": "Handback", "durationSeconds": 8},
     ]
     return seed
 
@@ -106,6 +113,9 @@ class Cluster(AirflowProcesses):
             AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="1",
             AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD="6",
             AIRFLOW_CONN_LOADTEST_DEFAULT=json.dumps(
+                {"conn_type": "loadtest", "host": sim.url, "password": sim.api_key}
+            ),
+            AIRFLOW_CONN_LOADTEST_WORKERS_ONLY=json.dumps(
                 {"conn_type": "loadtest", "host": sim.url, "password": sim.api_key}
             ),
         )
@@ -147,11 +157,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             airflow.start("api-server")
             airflow.start("scheduler")
             airflow.start("dag-processor")
-            airflow.start("triggerer")
+            airflow.start("triggerer", env=TRIGGERER_ENV)
             try:
                 wait_for(
                     "the DAGs to be parsed",
-                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 7,
+                    lambda: len(airflow.query("select dag_id from dag where dag_id like 'crash_%'")) == 8,
                     STARTUP_TIMEOUT_S,
                     every=2,
                 )
@@ -240,7 +250,7 @@ def test_triggerer_restarted_mid_wait_bills_one_run(cluster: Cluster) -> None:
     )
     cluster.stop("triggerer")
     polls_before = len(sim.requests)
-    cluster.start("triggerer")
+    cluster.start("triggerer", env=TRIGGERER_ENV)
     wait_for("the new triggerer to poll", lambda: len(sim.requests) > polls_before, 120)
     state = _finish(cluster, "crash_trigger")
     runs = _runs(sim, "crash-trigger")
@@ -338,3 +348,15 @@ def test_clearing_a_running_task_stops_its_run_and_starts_exactly_one_new(cluste
     print(f"crash_clearrun: task {cluster.task('crash_clearrun')}, runs {runs}, stopped {stopped}")
     assert len(runs) == 2, f"a clear should start exactly one new run: {runs}\n{cluster.log_tail()}"
     assert stopped == runs[:1]
+
+
+def test_a_wait_the_triggerer_cannot_do_is_handed_back_to_a_worker(cluster: Cluster) -> None:
+    """Issue 20, point 3, with a real triggerer: the deferred wait cannot read its connection there; it is
+    handed back, and a worker watches the run to its verdict (before, the task failed, the run unwatched)."""
+    cluster.run(["dags", "trigger", "crash_handback"])
+    state = _finish(cluster, "crash_handback")
+    runs, stopped = _runs(cluster.sim, "crash-handback"), _stopped(cluster.sim, "crash-handback")
+    print(f"crash_handback: task {cluster.task('crash_handback')}, runs {runs}, stopped {stopped}")
+    assert state == "success", cluster.log_tail()
+    assert (len(runs), stopped) == (1, [])
+    assert cluster.task("crash_handback") == ("success", 1)  # no retry was needed

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_loadtest.simulator import run_simulator
+from devtools.airflow_cluster import wait_for
 from tests.integration.test_crash import (
     STARTUP_TIMEOUT_S,
     Cluster,
@@ -34,7 +35,6 @@ from tests.integration.test_crash import (
     _seed,
     _stopped,
     _task_process_polling,
-    _wait_for,
 )
 
 pytestmark = pytest.mark.integration
@@ -81,7 +81,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             airflow.start("api-server")
             airflow.start("scheduler")
             airflow.start("dag-processor")
-            _wait_for(
+            wait_for(
                 "the DAGs to be parsed",
                 lambda: len(airflow.query("select dag_id from dag where dag_id like 'review_%'")) == 2,
                 STARTUP_TIMEOUT_S,
