@@ -38,16 +38,22 @@ try:
     from airflow.sdk.exceptions import (
         AirflowException,
         AirflowFailException,
+        AirflowRescheduleException,
+        AirflowSensorTimeout,
         AirflowSkipException,
         AirflowTaskTimeout,
+        TaskDeferralTimeout,
         TaskDeferred,
     )
 except ImportError:  # Airflow < 3.2
     from airflow.exceptions import (  # type: ignore[attr-defined,no-redef]
         AirflowException,
         AirflowFailException,
+        AirflowRescheduleException,
+        AirflowSensorTimeout,
         AirflowSkipException,
         AirflowTaskTimeout,
+        TaskDeferralTimeout,
         TaskDeferred,
     )
 
@@ -62,8 +68,11 @@ __all__ = [
     "AIRFLOW_V_3_3_PLUS",
     "AirflowException",
     "AirflowFailException",
+    "AirflowRescheduleException",
+    "AirflowSensorTimeout",
     "AirflowSkipException",
     "AirflowTaskTimeout",
+    "TaskDeferralTimeout",
     "TaskDeferred",
     "conf",
 ]

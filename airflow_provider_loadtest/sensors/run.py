@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_loadtest.compat import conf
+from airflow_provider_loadtest.compat import AirflowSensorTimeout, conf
 from airflow_provider_loadtest.lifecycle import (
     RunLifecycle,
     context_get,
@@ -186,7 +186,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             return self._wait_for(context, run, None)
         try:
             return super().execute(context)
-        except (_sensor_timeout(), AirflowSkipException) as exc:
+        except (AirflowSensorTimeout, AirflowSkipException) as exc:
             timed_out = not isinstance(exc, AirflowSkipException) or str(exc).startswith(
                 "Sensor has timed out"
             )
@@ -204,7 +204,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
 
         try:
             return look()
-        except (AirflowFailException, _sensor_timeout()) as exc:
+        except (AirflowFailException, AirflowSensorTimeout) as exc:
             if self.soft_fail:
                 raise AirflowSkipException("Skipping due to soft_fail is set to True.") from exc
             raise
@@ -304,14 +304,6 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     def _store_holds(self, context: Context, run: StartedRun) -> None:
         """A retry of a sensor needs no record: it watches the same run id again."""
         self._store_works = True
-
-
-def _sensor_timeout() -> type[BaseException]:
-    try:
-        from airflow.sdk.exceptions import AirflowSensorTimeout
-    except ImportError:  # Airflow < 3.2
-        from airflow.exceptions import AirflowSensorTimeout  # type: ignore[no-redef]
-    return AirflowSensorTimeout
 
 
 __all__ = ["LoadTestRunSensor"]

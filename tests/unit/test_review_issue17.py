@@ -405,7 +405,7 @@ def test_a_rescheduling_sensor_reads_the_state_once_per_look(
     """The docstring: "the poke and reschedule modes both work: each look is one call for the state".
     In reschedule mode every look is a new process that runs ``execute``: ``_resolve_run`` reads the
     state, then ``poke`` reads it again (two calls per look, for as long as the run goes)."""
-    from airflow.sdk.exceptions import AirflowRescheduleException
+    from airflow_provider_loadtest.compat import AirflowRescheduleException
 
     _states(requests_mock, ["RUNNING", "RUNNING"])
     context = _context()

@@ -78,7 +78,7 @@ def test_a_run_that_failed_in_the_service_fails_the_task_for_good(
 def test_its_timeout_leaves_the_run_going_unless_asked(
     loadtest_conn: str, requests_mock: rm.Mocker, stop_on_timeout: bool, stops: int
 ) -> None:
-    from airflow.sdk.exceptions import AirflowSensorTimeout
+    from airflow_provider_loadtest.compat import AirflowSensorTimeout
 
     _states(requests_mock, ["RUNNING"] * 200)
     sensor = _sensor(timeout=0.2, stop_on_timeout=stop_on_timeout)

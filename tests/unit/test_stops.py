@@ -445,7 +445,7 @@ def test_a_trigger_that_failed_to_load_in_the_triggerer_is_taken_back_by_the_wor
     assert result["state"] == "FINISHED"
     assert _posts(requests_mock, RUN_URL) == 0
     # Airflow's own deferral timeout is not a handback: the task fails as Airflow says.
-    from airflow.sdk.exceptions import TaskDeferralTimeout
+    from airflow_provider_loadtest.compat import TaskDeferralTimeout
 
     with pytest.raises(TaskDeferralTimeout):
         _op(deferrable=True).resume_execution("__fail__", {"error": "Trigger timeout"}, context)  # type: ignore[arg-type]
