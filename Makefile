@@ -21,7 +21,7 @@ FLOOR_VENV := .venv-floor
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
 FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos test-prod clean
+.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos test-prod test-slow clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -75,8 +75,12 @@ announce-system-installs:
 # The whole suite: lint, type check, the docs, unit and integration tests (real simulator, real Airflow)
 # on the locked newest Airflow, then the unit tests again on the oldest Airflow we declare.
 test: announce-system-installs lint docs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
 	$(MAKE) unit-floor
+
+# The heavy real-Airflow cases `make test` leaves out to stay under 20 minutes on 2 cores (marked `slow`).
+test-slow: venv
+	$(BIN)/python -m pytest -m slow
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
