@@ -19,9 +19,9 @@ FLOOR_DATE := 2025-09-26T00:00:00Z
 FLOOR_VENV := .venv-floor
 # The unit tests' own needs (the dev group minus the linters), and wtforms, which Airflow 3.1's UI needs
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
-FLOOR_TEST_DEPS := pytest requests-mock pypdf wtforms
+FLOOR_TEST_DEPS := pytest pytest-xdist requests-mock pypdf wtforms
 
-.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos test-prod test-slow clean
+.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo bench browser chaos test-prod test-prod-slice clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -68,26 +68,46 @@ define ANNOUNCE_CHROMIUM
 	fi
 endef
 
+# The production rig's slice (tests/production) needs Debian's PostgreSQL and Redis: installed the same
+# way (root and apt-get), or the slice is skipped with the reason.
+define ANNOUNCE_PROD_PACKAGES
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || missing="postgresql"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "NOTE: make $(MAKECMDGOALS) will install Debian's$$missing SYSTEM-WIDE (apt-get install -y --no-install-recommends," \
+				"about 60 MB on disk) for the production rig's slice (tests/production: throwaway instances on 127.0.0.1;" \
+				"the packages stay installed, their own default services are left alone)."; \
+		else \
+			echo "NOTE:$$missing missing and cannot be installed here (needs apt-get as root): the production slice will be skipped."; \
+		fi; \
+	fi
+endef
+
 # First, before anything else runs (make builds prerequisites left to right).
 announce-system-installs:
 	$(ANNOUNCE_CHROMIUM)
+	$(ANNOUNCE_PROD_PACKAGES)
 
 # The whole suite: lint, type check, the docs, unit and integration tests (real simulator, real Airflow)
-# on the locked newest Airflow, then the unit tests again on the oldest Airflow we declare.
+# on the locked newest Airflow, the production rig's slice (PostgreSQL, Celery, two triggerers), then the
+# unit tests again on the oldest Airflow we declare. pytest-xdist runs the files in PYTEST_WORKERS
+# processes, each test file whole in one of them (a file's Airflow cluster is module-scoped): the
+# real-Airflow cases mostly wait on runs and processes, so 2 workers halve the time on 2 cores.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 test: announce-system-installs lint docs
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not production" $(PYTEST_PARALLEL)
+	$(MAKE) test-prod-slice
 	$(MAKE) unit-floor
-
-# The heavy real-Airflow cases `make test` leaves out to stay under 20 minutes on 2 cores (marked `slow`).
-test-slow: venv
-	$(BIN)/python -m pytest -m slow
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
 
 unit-floor: venv-floor
 	$(FLOOR_VENV)/bin/python -c "import airflow; assert airflow.__version__ == '$(FLOOR_AIRFLOW)', airflow.__version__"
-	$(FLOOR_VENV)/bin/python -m pytest tests/unit -p no:cacheprovider
+	$(FLOOR_VENV)/bin/python -m pytest tests/unit -p no:cacheprovider $(PYTEST_PARALLEL)
 
 demo: venv
 	$(BIN)/python -m devtools.demo
@@ -130,6 +150,15 @@ chaos: venv
 test-prod: $(UV)
 	$(UV) sync --locked --group prod --python $(PYTHON)
 	$(BIN)/python -m tests.production $(PROD_ARGS)
+
+# CI's slice of the rig (tests/production/test_production_slice.py, about 3 minutes): a worker restart, a
+# triggerer failover, a mark-failed. Installs the packages as `make test-prod` does where it can (root and
+# apt-get); elsewhere the test is skipped with the reason.
+test-prod-slice: $(UV)
+	$(UV) sync --locked --group prod --python $(PYTHON)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		$(BIN)/python -c "from tests.production.services import ensure_packages; ensure_packages()"; fi
+	$(BIN)/python -m pytest tests/production -m production
 
 clean:
 	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -17,10 +17,11 @@ with the simulator beside it, and drives Debian's ``chromium`` headless through 
    task's own tab must work, in the light and the dark theme, without a console error or a Content
    Security Policy violation.
 
-Screenshots go to ``docs/screenshots/`` (committed: the README and docs/ show them; every run rewrites
-them). Exit code 0: all checks passed; 1: a check failed; 77: skipped because no
-chromium can be installed here (the pytest wrapper reports it as a skip). Every wait is bounded and
-every process started here is stopped at the end.
+Screenshots go to ``docs/screenshots/`` (committed: the README and docs/ show them; ``make browser``
+rewrites them), or to ``$LOADTEST_SCREENSHOTS`` (the test suite's temporary folder). Exit code 0: all
+checks passed; 1: a check failed; 77: skipped because no chromium can be installed here (the pytest
+wrapper reports it as a skip). Every wait is bounded and every process started here is stopped at the
+end.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ if TYPE_CHECKING:
     from playwright.sync_api import FrameLocator, Locator, Page, Route, ViewportSize
 
 ROOT = Path(__file__).resolve().parents[1]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+#: Where the screenshots go: the committed ``docs/screenshots/`` for ``make browser``; the test suite
+#: points ``LOADTEST_SCREENSHOTS`` at a temporary folder, so a test run never rewrites tracked files.
+SCREENSHOTS = Path(os.environ.get("LOADTEST_SCREENSHOTS") or ROOT / "docs" / "screenshots")
 CHROMIUM = "/usr/bin/chromium"
 SKIPPED = 77
 CONN_ID = "loadtest_default"
@@ -192,7 +195,7 @@ def _stop_group(process: subprocess.Popen[Any]) -> None:
 def shot(page: Page, name: str) -> None:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
-    say(f"screenshot {path.relative_to(ROOT)}")
+    say(f"screenshot {path}")
 
 
 def add_connection(page: Page, ui: str, sim_url: str, api_key: str) -> None:

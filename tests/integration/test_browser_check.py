@@ -5,6 +5,7 @@ Skipped only when no chromium exists and none can be installed (exit code 77): t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +18,11 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_connection_form_report_link_and_load_tests_view_in_a_real_browser() -> None:
+def test_connection_form_report_link_and_load_tests_view_in_a_real_browser(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "devtools.browser_check"],
         cwd=ROOT,
+        env={**os.environ, "LOADTEST_SCREENSHOTS": str(tmp_path)},  # never the committed ones
         capture_output=True,
         text=True,
         timeout=900,
@@ -34,6 +36,7 @@ def test_connection_form_report_link_and_load_tests_view_in_a_real_browser() -> 
     assert done.returncode == 0, output[-6000:]
     assert "Connected to http://127.0.0.1:" in output
     assert "HTTP 401" in output
+    assert {p.name for p in tmp_path.glob("*.png")} >= {"connection-form.png", "load-tests-task.png"}
     assert "the 'Load test report' link opened http://127.0.0.1:" in output
     assert "the failing night's point opened http://127.0.0.1:" in output
     assert (
