@@ -55,6 +55,7 @@ def test_several_gzip_members_are_all_decompressed() -> None:
         (gzip.compress(JTL)[:12] + b"\xff" * 20, "corrupt"),
         (gzip.compress(JTL) + b"trailing junk", "junk after the member"),
     ],
+    ids=["truncated", "corrupt", "junk"],  # the bytes hold gzip's mtime: ids must not (pytest-xdist)
 )
 def test_a_broken_stream_is_refused_naming_the_file(content: bytes, problem: str) -> None:
     with pytest.raises(ValueError, match=r"r\.jtl\.gz is not a valid gzip file"):
