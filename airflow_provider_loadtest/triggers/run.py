@@ -65,6 +65,14 @@ class LoadTestRunTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_loadtest.triggers.common import settled
+
+        async with settled():  # never an event within seconds of deferring: see EVENT_SETTLE_S
+            event = await self._outcome()
+        yield event
+
+    async def _outcome(self) -> TriggerEvent:
+        """The one event of this wait: the run's outcome, an error of the service, or a handback."""
         try:
             from airflow_provider_loadtest.api.errors import LoadTestApiError
             from airflow_provider_loadtest.decisions.watch import WatchOptions, first_poll_delay, watch_run
@@ -76,8 +84,7 @@ class LoadTestRunTrigger(BaseTrigger):
             # The triggerer cannot watch for a reason of its own (a connection it cannot read, a module
             # it cannot import, settings it cannot read): hand the wait back to a worker rather than
             # leave the run unwatched.
-            yield self._handback(f"{type(exc).__name__}: {exc}")
-            return
+            return self._handback(f"{type(exc).__name__}: {exc}")
         try:
             async with AsyncLoadTestClient(settings) as client:
                 steps = watch_run(
@@ -91,7 +98,7 @@ class LoadTestRunTrigger(BaseTrigger):
         except LoadTestApiError as exc:
             # The event carries the message (never the key: errors are built without it) and the run,
             # so the task fails on the worker with the real reason and says how to stop the run.
-            yield TriggerEvent(
+            return TriggerEvent(
                 {
                     "status": "error",
                     "run": self.run_record,
@@ -99,11 +106,9 @@ class LoadTestRunTrigger(BaseTrigger):
                     "never_succeeds": exc.never_succeeds,
                 }
             )
-            return
         except Exception as exc:
-            yield self._handback(f"{type(exc).__name__}: {exc}")
-            return
-        yield TriggerEvent({"status": "done", "run": self.run_record, "outcome": outcome.to_json()})
+            return self._handback(f"{type(exc).__name__}: {exc}")
+        return TriggerEvent({"status": "done", "run": self.run_record, "outcome": outcome.to_json()})
 
     def _handback(self, why: str) -> TriggerEvent:
         self.log.warning(

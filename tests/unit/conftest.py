@@ -1,4 +1,4 @@
-"""Fixtures shared by the unit tests of the run lifecycle."""
+"""Fixtures shared by the unit tests."""
 
 from __future__ import annotations
 
@@ -15,3 +15,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     monkeypatch.setattr("airflow_provider_loadtest.decisions.watch.time.time", lambda: now[0])
     monkeypatch.setattr("airflow_provider_loadtest.operators.run_scenario.time.time", lambda: now[0])
     return now
+
+
+@pytest.fixture(autouse=True)
+def triggers_fire_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests drive triggers in-process, with no scheduler to race: no settling seconds
+    (``tests/unit/test_trigger_settle.py`` tests them)."""
+    monkeypatch.setattr("airflow_provider_loadtest.triggers.common.EVENT_SETTLE_S", 0.0)
