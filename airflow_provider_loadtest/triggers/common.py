@@ -19,7 +19,8 @@ from typing import Any, NoReturn
 #: the same try, so the late news reads as the running try's end. A wait that ends at once (handed back,
 #: a run already over) raced that news on a loaded machine (the executor reported the deferring workload
 #: 5.7 s after it deferred) and cost a retry, or the task with ``retries=0``. A load test lasts minutes:
-#: waiting out these seconds costs nothing.
+#: waiting out these seconds costs nothing. Airflow's bug: apache/airflow#72716 (open; the guards of
+#: #66374 and #67287 cover a resumed try still scheduled or queued, not running).
 EVENT_SETTLE_S = 8.0
 #: Error classes whose failure no retry can fix: the task fails at once (``AirflowFailException``).
 _FATAL_ERRORS = frozenset({"AmbiguousTemplateError", "ValueError"})
