@@ -74,8 +74,14 @@ class AirflowProcesses:
     def start(
         self, name: str, *args: str, command: str | None = None, env: Mapping[str, str] | None = None
     ) -> None:
-        """Start ``airflow <command or name> <args>`` in a new process group, logging to ``<name>.log``."""
+        """Start ``airflow <command or name> <args>`` in a new process group, logging to ``<name>.log``.
+
+        A scheduler or triggerer starts without its log server (``--skip-serve-logs``): it would bind
+        8793/8794 on every interface, and two clusters at once (``make test`` runs two test files in
+        parallel) would clash; the task logs are files in this home, read from there."""
         log = (self.home / f"{name}.log").open("ab")
+        if (command or name) in ("scheduler", "triggerer") and "--skip-serve-logs" not in args:
+            args = (*args, "--skip-serve-logs")
         self.procs[name] = subprocess.Popen(
             [AIRFLOW, command or name, *args],
             env={**self.env, **(env or {})},

@@ -9,6 +9,7 @@ person ending the task) is not held by it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -68,14 +69,46 @@ def test_a_wait_that_ends_at_once_fires_only_after_the_settling_time(make: Any, 
     assert took >= SETTLE_S
 
 
-def test_a_cancel_during_the_settling_time_is_not_held() -> None:
-    async def cancel_while_settling() -> float:
-        task = asyncio.ensure_future(_first_event(_run_trigger()))
-        await asyncio.sleep(SETTLE_S / 4)  # the handback is ready; the trigger is settling
-        began = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return time.monotonic() - began
+HELD_S = 5.0  # a settle long enough that a held cancel could not hide in a loaded machine's noise
 
-    assert asyncio.run(cancel_while_settling()) < SETTLE_S / 2
+
+async def _cancel_once(ready: threading.Event) -> float:
+    """Start a run trigger, cancel it once ``ready`` is set; how long the cancel took to land."""
+    task = asyncio.ensure_future(_first_event(_run_trigger()))
+    for _ in range(500):  # bounded: 5 s at most
+        if ready.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert ready.is_set(), "the trigger never reached the point to cancel at"
+    began = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return time.monotonic() - began
+
+
+def test_a_cancel_while_settling_is_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person ends the task after the wait has its event, while it is held: the cancel lands at once."""
+    monkeypatch.setattr(common, "EVENT_SETTLE_S", HELD_S)
+    handed_back = threading.Event()
+    handback = LoadTestRunTrigger._handback
+
+    def spy(self: LoadTestRunTrigger, why: str) -> Any:
+        handed_back.set()
+        return handback(self, why)
+
+    monkeypatch.setattr(LoadTestRunTrigger, "_handback", spy)
+    assert asyncio.run(_cancel_once(handed_back)) < HELD_S / 2
+
+
+def test_a_cancel_while_waiting_is_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person ends the task while the run is watched (the usual case): no settling time after it."""
+    monkeypatch.setattr(common, "EVENT_SETTLE_S", HELD_S)
+    waiting = threading.Event()
+
+    async def never_answers(conn_id: str) -> Any:
+        waiting.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(async_client, "settings_for", never_answers)
+    assert asyncio.run(_cancel_once(waiting)) < HELD_S / 2
