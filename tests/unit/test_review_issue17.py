@@ -33,7 +33,7 @@ from tests.unit.test_run_lifecycle import (
     FakeStateStore,
     _context,
     _op,
-    _plug_async_service,
+    _plug_answering_run,
     _posts,
     _service,
 )
@@ -315,7 +315,6 @@ def test_a_deferred_sensor_marked_failed_or_successful_never_stops_the_run(
     hands the wait to ``LoadTestRunTrigger``, whose ``on_kill`` stops any run whose task a person marked
     failed or successful: marking a sensor successful to let the DAG go on stops a load test that the
     service's scheduler or another pipeline started."""
-    import httpx
 
     _states(requests_mock, ["RUNNING", "RUNNING"])
     with pytest.raises(TaskDeferred) as caught:
@@ -326,16 +325,7 @@ def test_a_deferred_sensor_marked_failed_or_successful_never_stops_the_run(
     trigger.task_instance = SimpleNamespace(
         dag_id="d", run_id="r", task_id="wait", map_index=-1, try_number=1
     )
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.method)
-        return httpx.Response(200, json={"id": "br-1", "state": "RUNNING"})
-
-    async def no_sleep(seconds: float) -> None:
-        return None
-
-    _plug_async_service(monkeypatch, handler, no_sleep)
+    seen = _plug_answering_run(monkeypatch)
     monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (True, state))
     asyncio.run(trigger.on_kill())
     assert "POST" not in seen, "the trigger stopped a run the sensor did not start"

@@ -436,6 +436,24 @@ def _plug_async_service(monkeypatch: pytest.MonkeyPatch, handler: Any, sleep: An
     )
 
 
+def _plug_answering_run(monkeypatch: pytest.MonkeyPatch, run_state: str = "RUNNING") -> list[str]:
+    """Every AsyncLoadTestClient finds run br-1 in ``run_state`` and never pauses; the HTTP methods it
+    sent, in order (what a trigger's ``on_kill`` asked of the service)."""
+    import httpx
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.method)
+        return httpx.Response(200, json={"id": "br-1", "state": run_state})
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    _plug_async_service(monkeypatch, handler, no_sleep)
+    return seen
+
+
 def _first_event(trigger: Any) -> dict[str, Any]:
     async def first_event() -> dict[str, Any]:
         async for event in trigger.run():

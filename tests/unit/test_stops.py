@@ -34,7 +34,7 @@ from tests.unit.test_run_lifecycle import (
     FakeStateStore,
     _context,
     _op,
-    _plug_async_service,
+    _plug_answering_run,
     _posts,
     _record,
     _saved_record,
@@ -380,18 +380,7 @@ def test_trigger_on_kill_stops_only_for_a_person(
 ) -> None:
     """Issue 17, point 1: a triggerer that stalled past its health threshold lost its waits to the other
     triggerer; on waking it cancelled them, Airflow called on_kill, and every run was stopped."""
-    import httpx
-
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.method)
-        return httpx.Response(200, json={"id": "br-1", "state": run_state})
-
-    async def no_sleep(seconds: float) -> None:
-        return None
-
-    _plug_async_service(monkeypatch, handler, no_sleep)
+    seen = _plug_answering_run(monkeypatch, run_state)
     monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (readable, state))
     asyncio.run(_trigger().on_kill())
     assert seen == calls
@@ -523,18 +512,7 @@ def test_the_triggers_stop_survives_the_triggerers_repeated_cancels(
     alone took 3 s there, so a person's mark-failed never reached the service. The work is shielded."""
     import time as _time
 
-    import httpx
-
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.method)
-        return httpx.Response(200, json={"id": "br-1", "state": "RUNNING"})
-
-    async def no_sleep(seconds: float) -> None:
-        return None
-
-    _plug_async_service(monkeypatch, handler, no_sleep)
+    seen = _plug_answering_run(monkeypatch)
 
     def slow_state(ti: Any) -> tuple[bool, Any]:
         _time.sleep(0.3)  # the supervisor's answer takes longer than the triggerer's next cancel
