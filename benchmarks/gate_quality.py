@@ -78,6 +78,7 @@ from airflow_provider_loadtest.decisions.gate import (  # noqa: E402
 )
 from airflow_provider_loadtest.decisions.history import HISTORY, SUSPECTED  # noqa: E402
 from benchmarks.common import table  # noqa: E402
+from benchmarks.gate_ceiling import ceiling_table, ceilings  # noqa: E402
 
 METRIC = "RESPONSE_TIME_PERCENTILE_95"
 BASE = 500.0
@@ -572,6 +573,17 @@ def said(goals: dict[str, Any]) -> str:
     )
 
 
+def appendices(args: argparse.Namespace, drifts: list[DriftCell], window: int) -> list[str]:
+    """The report's tables after the targets: the drift, and the one-night ceiling of every shape."""
+    parts = []
+    if drifts:
+        parts += [drift_table(drifts, args.max_regression_pct), ""]
+    if args.ceiling_samples and not args.compact:
+        rows = ceilings(noise, args.shapes, args.cvs, nights=window, samples=args.ceiling_samples)
+        parts += [ceiling_table(rows, window, table), ""]
+    return parts
+
+
 def write_docs(path: Path, section: str, command: str, report: list[str]) -> None:
     """Replace what lies between the section's markers in ``path`` with this run's tables and command."""
     begin, end = f"<!-- begin: {section} -->", f"<!-- end: {section} -->"
@@ -593,6 +605,12 @@ def main() -> int:
     parser.add_argument("--otava-seasons", type=int, default=20, help="of those, the seasons Otava judges")
     parser.add_argument("--otava-nights", type=int, default=100, help="the counted nights Otava judges")
     parser.add_argument("--drift-seasons", type=int, default=200, help="seasons per drift cell (0: none)")
+    parser.add_argument(
+        "--ceiling-samples",
+        type=int,
+        default=100_000,
+        help="draws a row of the one-night ceiling table (gate_ceiling.py; 0: none)",
+    )
     parser.add_argument("--max-regression-pct", type=float, default=3.0)
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
     parser.add_argument("--cvs", nargs="+", type=float, default=list(CVS))
@@ -608,6 +626,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.seasons, args.nights, args.no_otava, args.drift_seasons = 2, 20, True, 2
+        args.ceiling_samples = 200
         args.shapes, args.cvs = ["gaussian", "outliers"], [0.05]
     use_otava = not args.no_otava and OTAVA_PYTHON.exists()
     rules = ["history", "previous", *(["otava"] if use_otava else [])]
@@ -647,8 +666,7 @@ def main() -> int:
         report += [targets_table(cells, args.max_regression_pct, rules), ""]
     else:
         report += [tables(cells, args.max_regression_pct, rules, setup.start, setup.min_history), ""]
-    if drifts:
-        report += [drift_table(drifts, args.max_regression_pct), ""]
+    report += appendices(args, drifts, int(settings["window"]))
     report.append(said(goals))
     print("\n".join(report))
     if args.docs:

@@ -90,3 +90,27 @@ def test_the_budget_row_takes_the_worst_call() -> None:
     ((_, ours, peers, budget, met),) = client_cpu_rows(CLIENT_CPU_OUTPUT)
     assert ours == "get_bench_result 1.09x, list_templates 1.20x"
     assert (peers, budget, met) == ("HttpHook not installed", "<= 1.1x", "**no**")
+
+
+@pytest.mark.parametrize(("shape", "cv"), [("gaussian", 0.05), ("lognormal", 0.2), ("heavy", 0.05)])
+def test_the_ceilings_closed_forms_describe_the_noise_the_benchmark_draws(shape: str, cv: float) -> None:
+    """The known ceiling is only worth its row if its survival function is the benchmark's own noise."""
+    import random
+
+    from benchmarks.gate_ceiling import survival
+    from benchmarks.gate_quality import noise
+
+    draws, _ = noise(shape, cv, random.Random(1), 40_000)
+    tail = survival(shape, cv)
+    for x in (-1.0, 0.0, 1.0, 2.0):
+        drawn = sum(d > x for d in draws) / len(draws)
+        assert drawn == pytest.approx(tail(x), abs=0.01), x
+
+
+def test_the_known_ceiling_of_gaussian_noise_is_the_textbook_figure() -> None:
+    """4 sd less the 10 % quantile (1.2816) is the threshold; the Gaussian tail beyond it is 0.328 %."""
+    from benchmarks.gate_ceiling import known_ceiling
+
+    threshold, false_alarms = known_ceiling("gaussian", 0.05)
+    assert threshold == pytest.approx(4 - 1.28155, abs=1e-4)
+    assert false_alarms == pytest.approx(0.3279, abs=1e-3)
