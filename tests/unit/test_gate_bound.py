@@ -1,0 +1,137 @@
+"""benchmarks/gate_bound.py's floors are only worth their rows if its pieces are right: the densities are
+the benchmark's own noise, the integrals are what they claim, and on Gaussian noise the most powerful
+invariant test is the textbook one (Student's t statistic)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from benchmarks.gate_bound import (  # noqa: E402
+    Grid,
+    Noise,
+    _log_upper_tail,
+    best_test,
+    draw,
+    log_density,
+    log_integral_gaussian,
+    log_integrals_on_grid,
+    measure,
+    standardise,
+)
+from benchmarks.gate_ceiling import survival  # noqa: E402
+from benchmarks.gate_quality import noise  # noqa: E402
+
+SHAPES = [("gaussian", 0.05), ("heavy", 0.05), ("lognormal", 0.05), ("lognormal", 0.2)]
+
+
+def test_the_normal_tail_without_scipy_is_the_standard_librarys() -> None:
+    z = np.linspace(-8.0, 37.0, 901)
+    exact = np.array([math.log(0.5 * math.erfc(v / math.sqrt(2))) for v in z])
+    assert np.abs(_log_upper_tail(z) - exact).max() < 3e-3
+
+
+def test_the_outlier_nights_density_is_what_the_quality_benchmark_draws() -> None:
+    """Mass 1, and the share of nights beyond 3 sd (Gaussian's 0.135 % and the outliers' ~1 %) as drawn."""
+    x = np.linspace(-30.0, 40.0, 140_001)
+    f = np.exp(log_density("outliers", 0.0)(x))
+    dx = x[1] - x[0]
+    assert f.sum() * dx == pytest.approx(1.0, abs=1e-6)
+    beyond = f[x > 3].sum() * dx
+    theirs, _ = noise("outliers", 0.05, random.Random(4), 400_000)
+    assert sum(t > 3 for t in theirs) / len(theirs) == pytest.approx(beyond, rel=0.05)
+    mine = draw("outliers", 0.05, np.random.default_rng(4), (1, 400_000))[0]
+    assert float(np.mean(mine > 3)) == pytest.approx(beyond, rel=0.05)
+
+
+@pytest.mark.parametrize(("shape", "cv"), SHAPES)
+def test_each_density_is_unit_sd_noise(shape: str, cv: float) -> None:
+    """Mass 1, mean 0, variance 1 (the t(3)'s variance converges slowly: its far tails are cut)."""
+    x = np.linspace(-400.0, 400.0, 4_000_001)
+    f = np.exp(log_density(shape, cv)(x))
+    dx = x[1] - x[0]
+    assert f.sum() * dx == pytest.approx(1.0, abs=2e-3)
+    assert (x * f).sum() * dx == pytest.approx(0.0, abs=2e-3)
+    assert (x * x * f).sum() * dx == pytest.approx(1.0, abs=0.02)
+
+
+@pytest.mark.parametrize(("shape", "cv"), SHAPES)
+def test_the_draws_are_the_quality_benchmarks_noise(shape: str, cv: float) -> None:
+    """numpy's draws and gate_quality.noise's (pure Python) follow the same survival function."""
+    mine = draw(shape, cv, np.random.default_rng(3), (1, 60_000))[0]
+    theirs, _ = noise(shape, cv, random.Random(3), 60_000)
+    tail = survival(shape, cv)
+    for x in (-1.0, 0.0, 1.0, 2.5):
+        assert float(np.mean(mine > x)) == pytest.approx(tail(x), abs=0.01)
+        assert sum(t > x for t in theirs) / len(theirs) == pytest.approx(tail(x), abs=0.01)
+
+
+@pytest.mark.parametrize("delta", [0.0, 4.0])
+def test_the_gaussian_closed_form_is_the_grid_sum(delta: float) -> None:
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 31))
+    closed = log_integral_gaussian(w, delta)
+    grid = Grid(np.linspace(-1.5, 1.5, 241), np.linspace(-1.2, 1.2, 241))
+    gaussian = log_density("gaussian", 0.0)
+    summed, edge = log_integrals_on_grid(w, gaussian, gaussian, grid, (delta,))
+    assert edge.max() < -10
+    assert summed[0] == pytest.approx(closed, abs=1e-4)
+
+
+def test_on_gaussian_noise_the_most_powerful_test_is_students_t() -> None:
+    """Lehmann & Romano: the invariant likelihood ratio of a shifted last night is increasing in the t
+    statistic of that night against the others, so its verdicts are a t-test's."""
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((400, 21))
+    w[::2, -1] += 3.0
+    ratio = log_integral_gaussian(w, 4.0) - log_integral_gaussian(w, 0.0)
+    history = w[:, :-1]
+    t = (w[:, -1] - history.mean(axis=1)) / history.std(axis=1, ddof=1)
+    order = np.argsort(t)
+    assert np.all(np.diff(ratio[order]) > 0)
+
+
+@pytest.mark.parametrize(("shape", "cv"), [("lognormal", 0.2), ("heavy", 0.0), ("outliers", 0.0)])
+def test_the_grid_holds_every_hypothesis_of_every_draw(shape: str, cv: float) -> None:
+    """The step hypothesis of a clean night pushes a skewed noise's mass towards the edge of its support
+    (a first grid missed up to 0.3 in log there): the integrals equal those of a grid three times wider."""
+    nights = 60
+    grid = Grid.for_shape(shape, cv, nights)
+    centre_u, centre_v = float(grid.u.mean()), float(grid.log_v.mean())
+    wide = Grid(
+        np.linspace(centre_u - 7.5, centre_u + 7.5, 201), np.linspace(centre_v - 4.8, centre_v + 4.8, 161)
+    )
+    history, tonight = log_density(shape, cv), log_density(Noise(shape, cv).tonight, cv)
+    rng = np.random.default_rng(11)
+    for drawn in ("gaussian", shape):
+        for step in (0.0, 4.0):
+            w = standardise(Noise(drawn, cv).rows(rng, 8, nights, step))
+            got, _ = log_integrals_on_grid(w, history, tonight, grid, (0.0, 4.0))
+            want, wide_edge = log_integrals_on_grid(w, history, tonight, wide, (0.0, 4.0))
+            assert wide_edge.max() < -20
+            for g, h in zip(got, want, strict=True):
+                assert np.abs(g - h).max() < 1e-3
+
+
+def test_the_floor_of_a_known_shape_is_no_mixture_and_a_mixture_costs_no_less() -> None:
+    """One noise: the likelihood ratio itself; not knowing the shape can only cost false alarms on it."""
+    family = [Noise("gaussian", 0.0), Noise("heavy", 0.0)]
+    draws = measure(family, nights=30, samples=300)
+    assert draws.worst_edge < -5
+    alone = best_test(draws, family[1:])
+    both = best_test(draws, family)
+    assert alone.detection["heavy"] >= 90
+    assert both.detection["gaussian"] >= 90 and both.detection["heavy"] >= 90
+    # the likelihood ratio is the most powerful test at its detection (up to one draw in 300 here)
+    assert both.false_alarms["heavy"] >= alone.false_alarms["heavy"] - 100 / 300
+
+
+def test_the_outlier_nights_table_is_the_exact_density() -> None:
+    from benchmarks.gate_bound import _log_outliers, _log_outliers_exact
+
+    x = np.concatenate([np.linspace(-70.0, 90.0, 30_011), [-1e3, 1e3]])
+    assert np.abs(_log_outliers(x) - _log_outliers_exact(x)).max() < 1e-5
