@@ -6,7 +6,7 @@ noise of the last passing nights, and a deployment DAG that runs on its verdict.
 of the last passing nights *and* more than that history's night-to-night noise explains
 (``baseline="history"``: kept in Airflow's own XCom, nothing else to set up). A night that is only
 noisy passes ("noise" in the log); a change too small to tell on one night is "suspected", and fails
-once the next nights confirm it. Until the task has 8 nights of history it says so and judges by the
+once the next nights confirm it. Until the task has 4 nights of history it says so and judges by the
 10 % bound alone against the nights so far (the first night: budgets only).
 
 A failing night never becomes the new normal by itself. When a slowdown is intended (a new feature, a

@@ -264,3 +264,24 @@ def test_the_retry_rule_check_can_fail() -> None:
     assert check_retry_comment(old, restarts=True) is None
     assert check_retry_comment("a retry never starts a second load test", restarts=False) is not None
     assert check_retry_comment("a retry re-attaches to the run, it never starts a second one", False) is None
+
+
+_MIN_HISTORY_SAID = re.compile(r"(?:[Uu]ntil (?:there are|the task has)|fewer than) (\d+) nights")
+
+
+def _min_history_statements(text: str) -> list[int]:
+    return [int(n) for n in _MIN_HISTORY_SAID.findall(text)]
+
+
+@pytest.mark.parametrize("path", [*PAGES, *EXAMPLE_DAGS], ids=_page_id)
+def test_the_nights_the_history_gate_needs_are_the_defaults(path: Path) -> None:
+    """Three places said 8 nights after the default became 4 (``HistorySettings.min_history``)."""
+    from airflow_provider_loadtest.decisions.history import HistorySettings
+
+    said = _min_history_statements(path.read_text())
+    assert all(n == HistorySettings().min_history for n in said), (_page_id(path), said)
+
+
+def test_the_nights_check_can_fail() -> None:
+    assert _min_history_statements("Until there are 8 nights the log says so") == [8]
+    assert _min_history_statements("too short, fewer than 8 nights as after") == [8]
