@@ -61,6 +61,9 @@ BENCHMARKS = [
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
     # .venv-otava exists (make otava-venv, which make bench runs). --smoke: two small cells, no Otava.
     Benchmark("gate_quality.py", ["--docs", "docs/gate_quality.md"], ["--smoke"], json=True),
+    # The floor of any one-night rule on each noise shape, beside the gate's figures (docs/gate_quality.md;
+    # ~10 min full: the most powerful invariant tests by Monte Carlo); --smoke: a few hundred draws.
+    Benchmark("gate_bound.py", ["--docs", "docs/gate_quality.md"], ["--smoke"], json=True),
 ]
 
 

@@ -27,6 +27,7 @@ SCRIPTS = (
     "plugin_page.py",
     "demo_split.py",
     "gate_quality.py",
+    "gate_bound.py",
     "jtl_read.py",
 )
 BUDGET_ROWS = (
