@@ -43,6 +43,7 @@ BUDGET_ROWS = (
     "Gate: false alarms per 100 clean nights",
     "Gate: a 4 sd step failed on its first night",
     "Gate: a 2.5 sd step failed within three nights",
+    "Gate: the floor of any one-night rule",
     "JTL reader: peak RSS",
     "JTL reader: CPU time over pandas",
 )

@@ -114,3 +114,26 @@ def test_the_known_ceiling_of_gaussian_noise_is_the_textbook_figure() -> None:
     threshold, false_alarms = known_ceiling("gaussian", 0.05)
     assert threshold == pytest.approx(4 - 1.28155, abs=1e-4)
     assert false_alarms == pytest.approx(0.3279, abs=1e-3)
+
+
+def test_the_floor_row_names_only_the_floors_above_the_target_beyond_their_interval() -> None:
+    from benchmarks.run_all import gate_bound_rows
+
+    def point(lower: float, ci: float) -> dict[str, float]:
+        return {"lower": lower, "lower_ci": ci}
+
+    result = [
+        {"noise": "gaussian", "shape_known": point(0.55, 0.1), "unknown": None},
+        {"noise": "lognormal 20 %", "shape_known": point(1.4, 0.2), "unknown": point(1.5, 0.2)},
+        {"noise": "heavy", "shape_known": point(0.9, 0.2), "unknown": point(1.05, 0.2)},
+    ]
+    ((_, ours, peers, budget, met),) = gate_bound_rows(result)
+    assert ours == (
+        "out of reach for any rule: lognormal 20 % (shape known): 1.40 ± 0.20; "
+        "lognormal 20 % (shape not known): 1.50 ± 0.20"
+    )
+    assert (peers, budget, met) == (
+        "Gaussian noise: 0.55 ± 0.10",
+        "<= 1 (the first target)",
+        "above 1: out of reach",
+    )
