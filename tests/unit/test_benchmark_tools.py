@@ -119,20 +119,13 @@ def test_the_known_ceiling_of_gaussian_noise_is_the_textbook_figure() -> None:
 def test_the_floor_row_names_only_the_floors_above_the_target_beyond_their_interval() -> None:
     from benchmarks.run_all import gate_bound_rows
 
-    def alone(label: str, rate: float, ci: float) -> dict[str, dict[str, float]]:
-        return {"false_alarms": {label: rate}, "false_alarms_ci": {label: ci}}
-
-    def unknown(lower: float, ci: float) -> dict[str, float]:
+    def point(lower: float, ci: float) -> dict[str, float]:
         return {"lower": lower, "lower_ci": ci}
 
     result = [
-        {"noise": "gaussian", "shape_known": alone("gaussian", 0.55, 0.1), "unknown": None},
-        {
-            "noise": "lognormal 20 %",
-            "shape_known": alone("lognormal 20 %", 1.4, 0.2),
-            "unknown": unknown(1.5, 0.2),
-        },
-        {"noise": "heavy", "shape_known": alone("heavy", 0.9, 0.2), "unknown": unknown(1.05, 0.2)},
+        {"noise": "gaussian", "shape_known": point(0.55, 0.1), "unknown": None},
+        {"noise": "lognormal 20 %", "shape_known": point(1.4, 0.2), "unknown": point(1.5, 0.2)},
+        {"noise": "heavy", "shape_known": point(0.9, 0.2), "unknown": point(1.05, 0.2)},
     ]
     ((_, ours, peers, budget, met),) = gate_bound_rows(result)
     assert ours == (
