@@ -586,7 +586,8 @@ def main() -> int:
     if args.docs:
         from benchmarks.gate_quality import write_docs
 
-        command = f"`{shlex.join(['python', 'benchmarks/gate_bound.py', *sys.argv[1:]])}`"
+        shown = [a for i, a in enumerate(sys.argv[1:]) if a != "--json" and sys.argv[i] != "--json"]
+        command = f"`{shlex.join(['python', 'benchmarks/gate_bound.py', *shown])}`"
         write_docs(args.docs, args.section, command, report)
     if args.json:
         args.json.write_text(
