@@ -414,8 +414,9 @@ def _dual(ratios: dict[Hypothesis, Array], family: Sequence[Noise], weights: Arr
 
 
 def _maximise(value: Callable[[Array], float], start: Array, free: Sequence[int]) -> Array:
-    """A pattern search (each free coordinate up and down, the step halved when nothing improves): the
-    dual is concave, so this climbs to its maximum."""
+    """A pattern search (each free coordinate up and down, the step halved when nothing improves). The
+    dual is concave in the multipliers (not quite in their logarithms, searched here), and any
+    multipliers give a valid bound: a search that stops short of the maximum only loosens it."""
     best, score = start.copy(), value(start)
     step = 2.0
     while step > 0.01:
