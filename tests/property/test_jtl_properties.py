@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_loadtest.decisions import jtl
+from airflow_provider_loadtest.decisions.samples import jtl
 from tests.unit.test_jtl import START_MS, Sample, assert_figures, jtl_text, read
 
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_loadtest.decisions import jtl, jtl_figures
+from airflow_provider_loadtest.decisions.samples import figures as jtl_figures
+from airflow_provider_loadtest.decisions.samples import jtl
 from airflow_provider_loadtest.decisions.jtl import JtlError, JtlReader, jtl_files, read_jtl
 from airflow_provider_loadtest.decisions.jtl_figures import (
     PERCENTILE_RELATIVE_ERROR,

@@ -1,0 +1,534 @@
+"""A streaming reader of a run's JMeter results (JTL) files, sans I/O: per-transaction figures.
+
+A run's files include one JTL per load generator (``lg-1.jtl.gz``...): CSV with a header line, one
+row per sample. The reader is fed their bytes in chunks as they are downloaded (gzip or not, every
+generator merged) and keeps per label only running figures (``samples.figures``), never the samples:
+memory grows with the number of distinct labels, not with the number of samples.
+
+Nothing here does I/O: the hook or the operator fetches the files and feeds them. A :class:`JtlFile`
+also takes the calls a download sink gets (``write``; ``seek(0)`` and ``truncate()`` when a download
+is retried, which restart the file), so a download can stream straight into it. CSV is parsed by the
+standard ``csv`` module (quoting, embedded delimiters and line breaks), gzip by ``zlib`` in bounded
+steps. A file that is not a CSV JTL, lacks a needed column or holds a malformed row is refused with a
+``JtlError`` naming the file, the line and what is wrong.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import add, itemgetter
+from typing import Any
+
+from airflow_provider_loadtest.decisions.samples.figures import (
+    BadValue,
+    JtlSummary,
+    LabelFigures,
+    columns_for,
+    is_whole,
+)
+
+__all__ = [
+    "MAX_DECOMPRESSED_BYTES",
+    "JtlError",
+    "JtlFile",
+    "JtlReader",
+    "is_jtl_file",
+    "jtl_files",
+    "read_jtl",
+]
+
+#: Columns without which the samples say nothing about a transaction.
+REQUIRED_COLUMNS: tuple[str, ...] = ("label", "elapsed", "success")
+#: Columns read when present and needed (their metrics have no value without them).
+OPTIONAL_COLUMNS: tuple[str, ...] = ("timeStamp", "bytes", "sentBytes", "Latency", "Connect")
+#: Every column name JMeter's CSV writer uses: to recognise a header, and its delimiter.
+JMETER_COLUMNS = frozenset(
+    {
+        "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType",
+        "success", "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL",
+        "Filename", "Latency", "Encoding", "SampleCount", "ErrorCount", "Hostname", "IdleTime",
+        "Connect",
+    }
+)  # fmt: skip
+#: Delimiters JMeter can be set to write (``jmeter.save.saveservice.default_delimiter``).
+DELIMITERS = (",", "\t", ";", "|")
+
+#: Text parsed at a time: per-batch costs vanish, and the rows of a batch stay in the CPU's caches.
+_BATCH_CHARS = 256 * 1024
+#: A record longer than this is an unclosed quote (or no JTL), not a sample.
+MAX_RECORD_CHARS = 8 * 2**20
+#: Output of one inflate step: a small compressed chunk never expands at once.
+_INFLATE_STEP = 2**20
+#: A gzipped JTL may not expand past this (a compression bomb, or no JTL): about 150 million samples
+#: of JMeter's default columns.
+MAX_DECOMPRESSED_BYTES = 16 * 2**30
+#: More distinct labels than this is a test plan naming samples after dynamic values (ids in URLs):
+#: figures per transaction would mean little, and memory grows with labels.
+MAX_LABELS = 10_000
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class JtlError(ValueError):
+    """A JTL file the reader cannot read, with the file's name and what is wrong."""
+
+
+def is_jtl_file(name: str) -> bool:
+    """Whether a run file holds JMeter results (``*.jtl``, or gzipped ``*.jtl.gz``)."""
+    lower = name.lower()
+    return lower.endswith((".jtl", ".jtl.gz"))
+
+
+def jtl_files(names: Sequence[str], bench_result_id: str | None = None) -> list[str]:
+    """The JTL files among a run's file names; a ``JtlError`` listing the files when there is none
+    (a run has them once it produced samples). A run listing ``x.jtl`` and ``x.jtl.gz`` (the same
+    results twice) reads ``x.jtl``."""
+    found = [name for name in names if is_jtl_file(name)]
+    plain = {name for name in found if not name.lower().endswith(".gz")}
+    found = [name for name in found if not (name.lower().endswith(".gz") and name[:-3] in plain)]
+    if not found:
+        run = f"Run {bench_result_id}" if bench_result_id else "The run"
+        listed = ", ".join(sorted(names)[:20]) + (" ..." if len(names) > 20 else "") if names else "none"
+        raise JtlError(
+            f"{run} has no JTL file (*.jtl or *.jtl.gz) to read transactions from; its files: {listed}"
+        )
+    return sorted(found)
+
+
+@dataclass
+class _Columns:
+    """One file's header: its names, delimiter, and where the columns read are."""
+
+    names: list[str]
+    delimiter: str
+    index: dict[str, int] = field(default_factory=dict)
+
+    def getter(self, name: str) -> Callable[[Sequence[str]], str] | None:
+        position = self.index.get(name)
+        return itemgetter(position) if position is not None else None
+
+
+class JtlFile:
+    """The parser of one JTL file: ``feed`` it the file's bytes in chunks, then ``close`` it.
+
+    Its figures join the reader's when it is closed, so a file given up half-way (a failed download,
+    then ``restart``) counts once. As a download sink: ``write`` feeds, ``seek(0)`` and ``truncate()``
+    (what a retried download sends first) restart the file.
+    """
+
+    def __init__(self, reader: JtlReader, name: str) -> None:
+        self.reader = reader
+        self.name = name
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget everything fed so far (the download starts again)."""
+        self._fed = 0
+        self._gzip: bool | None = None
+        self._head = b""  # bytes held until gzip or not can be told, and between gzip members
+        self._inflater: Any = None
+        self._inflated = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._text: list[str] = []  # decoded text not parsed yet
+        self._text_chars = 0
+        self._carry = ""  # complete lines whose last record goes on in the next batch
+        self._columns: _Columns | None = None
+        self._header_pending = True
+        self._line = 0  # lines parsed so far, header included
+        self._batch: tuple[str, int, int] = ("", 0, 0)  # its text, lines before it, records skipped
+        self.samples = 0
+        self.labels: dict[str, LabelFigures] = {}
+        self.first_ms: int | None = None
+        self.last_ms: int | None = None
+        self._closed = False
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """The optional columns this file had (and the reader wanted)."""
+        return frozenset(self._columns.index) if self._columns is not None else frozenset()
+
+    # --- bytes in ---
+
+    def feed(self, data: bytes) -> None:
+        """Take the next chunk of the file's bytes."""
+        if self._closed:
+            raise JtlError(f"{self.name}: fed after it was closed")
+        self._fed += len(data)
+        if self._gzip is None:
+            self._head += data
+            if len(self._head) < len(_GZIP_MAGIC):
+                return
+            data, self._head = self._head, b""
+            self._gzip = data.startswith(_GZIP_MAGIC)
+        if self._gzip:
+            self._inflate(data)
+        else:
+            self._decoded(data)
+
+    def _inflate(self, data: bytes) -> None:
+        import zlib
+
+        try:
+            while data:
+                if self._inflater is None:  # a gzip file may hold several members, one after another
+                    data, self._head = self._head + data, b""
+                    if len(data) < len(_GZIP_MAGIC):
+                        self._head = data
+                        return
+                    if not data.startswith(_GZIP_MAGIC):
+                        if data.strip(b"\0"):  # zero padding after the last member is allowed
+                            raise JtlError(f"{self.name}: data after the last gzip member is not gzip")
+                        return
+                    self._inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+                inflater = self._inflater
+                self._decoded(inflater.decompress(data, _INFLATE_STEP))
+                while inflater.unconsumed_tail and not inflater.eof:
+                    self._decoded(inflater.decompress(inflater.unconsumed_tail, _INFLATE_STEP))
+                if inflater.eof:
+                    data, self._inflater = inflater.unused_data, None
+                else:
+                    data = b""
+        except zlib.error as exc:
+            raise JtlError(f"{self.name} is not a valid gzip file ({exc})") from None
+
+    def _decoded(self, raw: bytes) -> None:
+        if self._gzip:
+            self._inflated += len(raw)
+            if self._inflated > MAX_DECOMPRESSED_BYTES:
+                raise JtlError(
+                    f"{self.name} expands past {MAX_DECOMPRESSED_BYTES // 2**30} GiB once decompressed: "
+                    "not read further (a compression bomb, or no JTL)"
+                )
+        text = self._decoder.decode(raw)
+        for start in range(0, len(text), _BATCH_CHARS):  # a large chunk is parsed in several batches
+            piece = text[start : start + _BATCH_CHARS] if len(text) > _BATCH_CHARS else text
+            self._text.append(piece)
+            self._text_chars += len(piece)
+            if self._text_chars >= _BATCH_CHARS:
+                self._drain(final=False)
+
+    def close(self) -> None:
+        """The file is complete: parse what is left, check it, add its figures to the reader's."""
+        if self._closed:
+            return
+        if self._gzip is None and self._head:  # fewer bytes than a gzip magic: plain text
+            self._gzip = False
+            self._decoded(self._head)
+        if self._gzip and (self._inflater is not None or self._head.strip(b"\0")):
+            raise JtlError(f"{self.name} ends before the end of its gzip stream (a truncated download?)")
+        tail = self._decoder.decode(b"", final=True)
+        if tail:
+            self._text.append(tail)
+        self._drain(final=True)
+        try:
+            for figures in self.labels.values():
+                figures.check()
+        except BadValue as bad:
+            raise self._bad_value(bad) from None
+        self._closed = True
+        self.reader._add(self)
+
+    # --- as a download sink ---
+
+    def write(self, data: bytes) -> int:
+        self.feed(bytes(data))
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if offset != 0 or whence != 0:
+            raise io.UnsupportedOperation("a JTL file can only be restarted from its start")
+        if self._fed:
+            self.restart()
+        return 0
+
+    def truncate(self, size: int | None = None) -> int:
+        if size not in (None, 0):
+            raise io.UnsupportedOperation("a JTL file can only be restarted from its start")
+        if self._fed:
+            self.restart()
+        return 0
+
+    def tell(self) -> int:
+        return self._fed
+
+    def writable(self) -> bool:
+        return True
+
+    # --- text to records ---
+
+    def _drain(self, *, final: bool) -> None:
+        text = "".join(self._text)
+        self._text, self._text_chars = [], 0
+        if not final:
+            # Complete lines only: a line ends with ``\n``, ``\r\n``, or a ``\r`` that is not the last
+            # character (that one could be the first half of a ``\r\n``).
+            cut = max(text.rfind("\n"), text.rfind("\r", 0, len(text) - 1)) + 1
+            if cut == 0:
+                self._check_record_size(len(text))
+                self._text, self._text_chars = [text], len(text)
+                return
+            if cut < len(text):
+                self._text, self._text_chars = [text[cut:]], len(text) - cut
+            text = text[:cut]
+        text, self._carry = self._carry + text, ""
+        columns = self._columns
+        if columns is None:
+            if not text.strip():  # nothing yet, or an empty file
+                self._line += text.count("\n")
+                return
+            columns = self._columns = self._header(text)
+        rows = self._records(columns, text, final=final)
+        if rows:
+            self._aggregate(columns, rows)
+
+    def _check_record_size(self, chars: int) -> None:
+        if chars + len(self._carry) > MAX_RECORD_CHARS:
+            raise JtlError(
+                f"{self.name}: the record after line {self._line} is longer than "
+                f"{MAX_RECORD_CHARS // 2**20} MiB (an unclosed quote, or no line breaks): not a JTL"
+            )
+
+    def _header(self, text: str) -> _Columns:
+        first = text.lstrip()
+        if first.startswith("<"):
+            raise JtlError(
+                f"{self.name} is an XML JTL; transactions are read from CSV JTLs (JMeter's default, "
+                "jmeter.save.saveservice.output_format=csv)"
+            )
+        self._line += text[: len(text) - len(first)].count("\n")
+        line = next(iter(io.StringIO(first, newline="")), "")
+        best: tuple[int, str, list[str]] = (-1, ",", [])
+        for delimiter in DELIMITERS:
+            names = [name.strip() for name in next(csv.reader([line], delimiter=delimiter), [])]
+            known = sum(name in JMETER_COLUMNS for name in names)
+            if known > best[0]:
+                best = (known, delimiter, names)
+        known, delimiter, names = best
+        if known == 0:
+            if names and names[0].lstrip("-").isdigit():
+                raise JtlError(
+                    f"{self.name} has no header line, so its columns cannot be told apart (JMeter "
+                    "writes one with jmeter.save.saveservice.print_field_names=true, the default)"
+                )
+            raise JtlError(f"{self.name} is not a JMeter CSV results file (first line: {line[:120]!r})")
+        missing = [name for name in REQUIRED_COLUMNS if name not in names]
+        if missing:
+            raise JtlError(
+                f"{self.name} lacks the column(s) {', '.join(missing)} (its columns: {', '.join(names)}); "
+                "JMeter writes them unless jmeter.save.saveservice.label/time/successful are false"
+            )
+        columns = _Columns(names, delimiter)
+        wanted = REQUIRED_COLUMNS + tuple(c for c in OPTIONAL_COLUMNS if c in self.reader.columns)
+        for name in wanted:
+            if name in names:
+                columns.index[name] = names.index(name)
+        return columns
+
+    def _records(self, columns: _Columns, text: str, *, final: bool) -> list[list[str]]:
+        """The CSV records of ``text`` (complete lines); a record that goes on past its end is kept
+        for the next batch (a quoted field holding line breaks)."""
+        before = self._line
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=columns.delimiter, strict=True)
+        try:
+            rows = list(reader)
+        except csv.Error:
+            rows = self._records_to_error(columns, text, final=final)
+        else:
+            self._line += reader.line_num
+        skipped = 0
+        if self._header_pending and rows:
+            rows, skipped, self._header_pending = rows[1:], 1, False
+        self._batch = (text, before, skipped)
+        return rows
+
+    def _records_to_error(self, columns: _Columns, text: str, *, final: bool) -> list[list[str]]:
+        """Records one by one, up to the one ``csv`` refuses: at the end of the text it may go on in
+        the next batch; anywhere else (or at the end of the file) it is malformed."""
+        lines = io.StringIO(text, newline="").readlines()
+        reader = csv.reader(iter(lines), delimiter=columns.delimiter, strict=True)
+        rows: list[list[str]] = []
+        done = 0
+        try:
+            for row in reader:
+                rows.append(row)
+                done = reader.line_num
+        except csv.Error as exc:
+            if final or reader.line_num < len(lines):
+                raise JtlError(f"{self.name} line {self._line + done + 1}: malformed CSV ({exc})") from None
+            carry = "".join(lines[done:])
+            self._check_record_size(len(carry))
+            self._carry = carry
+        self._line += done
+        return rows
+
+    # --- records to figures ---
+
+    def _aggregate(self, columns: _Columns, rows: list[list[str]]) -> None:
+        """Add a batch of records to the labels' figures: grouped by label in one loop, then each
+        column of each group counted in C."""
+        width = len(columns.names)
+        lengths = set(map(len, rows))
+        if lengths != {width}:
+            if lengths - {width, 0}:
+                self._malformed(columns, rows, lambda row: len(row) in (0, width), "fields")
+            rows = [row for row in rows if row]  # blank lines
+            if not rows:
+                return
+        label_at = columns.index["label"]
+        groups: defaultdict[str, list[list[str]]] = defaultdict(list)
+        for row in rows:
+            groups[row[label_at]].append(row)
+        success, elapsed = itemgetter(columns.index["success"]), itemgetter(columns.index["elapsed"])
+        latency, connect = columns.getter("Latency"), columns.getter("Connect")
+        sent, received = columns.getter("sentBytes"), columns.getter("bytes")
+        labels = self.labels
+        try:
+            for label, group in groups.items():
+                figures = labels.get(label)
+                if figures is None:
+                    if len(labels) >= MAX_LABELS:
+                        raise JtlError(
+                            f"{self.name} holds more than {MAX_LABELS} distinct labels: samples named "
+                            "after dynamic values (ids in URLs?) cannot be gated per transaction"
+                        )
+                    figures = labels[label] = LabelFigures()
+                outcomes = list(map(success, group))
+                failed = outcomes.count("false")
+                if failed + outcomes.count("true") != len(outcomes):
+                    self._malformed(columns, rows, lambda row: success(row) in ("true", "false"), "success")
+                figures.hits += len(outcomes)
+                figures.errors += failed
+                figures.elapsed.add(map(elapsed, group))
+                if latency is not None:
+                    figures.latency.add(map(latency, group))
+                if connect is not None:
+                    figures.connect.add(map(connect, group))
+                if sent is not None:
+                    figures.sent_bytes.add(map(sent, group))
+                if received is not None:
+                    try:
+                        figures.bytes += sum(map(int, map(received, group)))
+                    except ValueError:
+                        self._malformed(columns, rows, lambda row: is_whole(received(row)), "bytes")
+        except BadValue as bad:
+            raise self._bad_value(bad) from None
+        self.samples += len(rows)
+        stamp = columns.getter("timeStamp")
+        if stamp is not None:
+            self._span(columns, rows, stamp, elapsed)
+
+    def _span(
+        self,
+        columns: _Columns,
+        rows: list[list[str]],
+        stamp: Callable[[Sequence[str]], str],
+        elapsed: Callable[[Sequence[str]], str],
+    ) -> None:
+        """The first start and the last end (start + elapsed) of the samples, for rates."""
+        try:
+            starts = list(map(int, map(stamp, rows)))
+            last = max(map(add, starts, map(int, map(elapsed, rows))))
+        except ValueError:
+            self._malformed(columns, rows, lambda row: is_whole(elapsed(row)), "elapsed")
+            self._malformed(columns, rows, lambda row: is_whole(stamp(row)), "timeStamp")
+            raise JtlError(
+                f"{self.name}: a malformed timeStamp or elapsed before line {self._line}"
+            ) from None
+        first = min(starts)
+        self.first_ms = first if self.first_ms is None else min(self.first_ms, first)
+        self.last_ms = last if self.last_ms is None else max(self.last_ms, last)
+
+    def _malformed(
+        self, columns: _Columns, rows: list[list[str]], good: Callable[[list[str]], bool], what: str
+    ) -> None:
+        """Raise naming the first row that is not ``good``, with its line (the error path: slow)."""
+        for index, row in enumerate(rows):
+            if good(row):
+                continue
+            if what == "fields":
+                detail = f"has {len(row)} fields where the header has {len(columns.names)}"
+            else:
+                value = row[columns.index[what]]
+                expected = {
+                    "success": "true or false",
+                    "timeStamp": "epoch milliseconds, jmeter.save.saveservice.timestamp_format=ms",
+                }.get(what, "a whole number")
+                detail = f"has {what} {value!r} ({expected} expected)"
+            raise JtlError(f"{self.name} line {self._line_of(columns, row, index)}: the sample {detail}")
+
+    def _line_of(self, columns: _Columns, row: list[str], index: int) -> int:
+        """The line a record of the current batch ends on (parsed again: the error path)."""
+        text, before, skipped = self._batch
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=columns.delimiter)
+        for number, record in enumerate(reader):
+            if number >= index + skipped and record == row:
+                return before + reader.line_num
+        return before + 1
+
+    def _bad_value(self, bad: BadValue) -> JtlError:
+        return JtlError(
+            f"{self.name}: column {bad.column} holds {bad.text!r} (a whole number expected), "
+            f"on a line up to {self._line}"
+        )
+
+
+class JtlReader:
+    """Reads every JTL file of a run (one per load generator) into per-label figures.
+
+    ``reader.file(name)`` starts a file: feed it, close it; ``reader.summary()`` merges the files
+    closed so far. ``metrics`` (metric ids) limits the optional columns read to those they need.
+    """
+
+    def __init__(self, metrics: Iterable[str] | None = None) -> None:
+        #: The optional columns read: those the wanted metric ids need (all by default).
+        self.columns = frozenset(OPTIONAL_COLUMNS) if metrics is None else columns_for(metrics)
+        self._files: list[str] = []
+        self._labels: dict[str, LabelFigures] = {}
+        self._first_ms: int | None = None
+        self._last_ms: int | None = None
+        self._found: frozenset[str] | None = None  # the optional columns every file had
+
+    def file(self, name: str) -> JtlFile:
+        return JtlFile(self, name)
+
+    def _add(self, part: JtlFile) -> None:
+        self._files.append(part.name)
+        if part._columns is not None:
+            self._found = part.columns if self._found is None else self._found & part.columns
+        for label, figures in part.labels.items():
+            mine = self._labels.get(label)
+            if mine is None:
+                self._labels[label] = figures
+            else:
+                mine.merge(figures)
+        if part.first_ms is not None and part.last_ms is not None:
+            first, last = part.first_ms, part.last_ms
+            self._first_ms = first if self._first_ms is None else min(self._first_ms, first)
+            self._last_ms = last if self._last_ms is None else max(self._last_ms, last)
+
+    def summary(self) -> JtlSummary:
+        """The figures of the files closed so far."""
+        first, last = self._first_ms, self._last_ms
+        span = max(last - first, 1) / 1000 if first is not None and last is not None else None
+        found = self._found or frozenset()
+        transactions = {
+            label: figures.stats(label, found, span) for label, figures in sorted(self._labels.items())
+        }
+        return JtlSummary(tuple(self._files), transactions, first, last)
+
+
+def read_jtl(
+    files: Iterable[tuple[str, Iterable[bytes]]], metrics: Iterable[str] | None = None
+) -> JtlSummary:
+    """Read ``(name, chunks)`` pairs (each file's bytes, chunked any way) into one summary."""
+    reader = JtlReader(metrics)
+    for name, chunks in files:
+        part = reader.file(name)
+        for chunk in chunks:
+            part.feed(chunk)
+        part.close()
+    return reader.summary()
