@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec
-    from airflow_provider_loadtest.decisions.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.runs import StartedRun
-    from airflow_provider_loadtest.decisions.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.watch import RunOutcome
 
 
@@ -84,7 +84,7 @@ class LifecycleBase(LoadTestHookMixin):
         if not wait_for_completion and (metric_budgets or max_regression_pct):
             raise ValueError("metric_budgets and max_regression_pct need wait_for_completion=True")
         if transaction_budgets is not None or transaction_max_regression_pct is not None:
-            from airflow_provider_loadtest.decisions.transactions import TransactionGate
+            from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
 
             TransactionGate.check_literal(transaction_budgets, transaction_max_regression_pct, baseline)
             if not wait_for_completion and (transaction_budgets or transaction_max_regression_pct):

@@ -158,7 +158,7 @@ def dag_run_conf(context: Any) -> Mapping[str, Any]:
     is off). The conf is read first; the params serve when the conf does not name the key, so a DAG
     may declare ``loadtest_accept_change`` as a ``Param`` (a checkbox in the trigger form).
     """
-    from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE
+    from airflow_provider_loadtest.decisions.gate.history import ACCEPT_CHANGE
 
     conf = getattr(context_get(context, "dag_run"), "conf", None)
     conf = conf if isinstance(conf, Mapping) else {}
@@ -174,7 +174,7 @@ def push_history(ti: Any, verdict: Verdict) -> None:
     """Leave the next night's history (``baseline="history"``) in XCom beside the verdict."""
     if verdict.history is None:
         return
-    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
+    from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY
 
     ti.xcom_push(key=HISTORY_XCOM_KEY, value=verdict.history.to_xcom())
 
@@ -188,7 +188,7 @@ def history_settings_of(value: object, baseline: object, *, literal_only: bool =
     checked then, the values once rendered.
     """
     from airflow_provider_loadtest.api.validation import is_templated
-    from airflow_provider_loadtest.decisions.history import HISTORY, HistorySettings
+    from airflow_provider_loadtest.decisions.gate.history import HISTORY, HistorySettings
 
     if not value or (literal_only and is_templated(value)):
         return {}

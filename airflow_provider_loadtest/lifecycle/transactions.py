@@ -12,10 +12,10 @@ from airflow_provider_loadtest.lifecycle.base import LifecycleBase
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec, Unreadable
-    from airflow_provider_loadtest.decisions.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
     from airflow_provider_loadtest.decisions.runs import StartedRun
-    from airflow_provider_loadtest.decisions.transactions import TransactionGate
 
 
 class TransactionJudging(LifecycleBase):
@@ -24,7 +24,7 @@ class TransactionJudging(LifecycleBase):
     def _transaction_gate(self, spec: GateSpec) -> TransactionGate:
         """The rendered ``transaction_budgets`` and ``transaction_max_regression_pct``, checked against
         the task's baseline (``ValueError`` names what is wrong)."""
-        from airflow_provider_loadtest.decisions.transactions import TransactionGate
+        from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
 
         return TransactionGate.parse(
             self.transaction_budgets, self.transaction_max_regression_pct, spec.baseline
@@ -41,13 +41,13 @@ class TransactionJudging(LifecycleBase):
         *,
         must: bool,
     ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None]:
-        """Read the run's JTL files once and judge each transaction (``decisions.transactions``); also
+        """Read the run's JTL files once and judge each transaction (``decisions.gate.transactions``); also
         the slowest transactions for the log, named by a budget or not. A run without JTL files, or one
         that does not read, fails every transaction row as not measured. A task without a transaction
         gate reads no JTL file: a long run's files can be hundreds of megabytes, not worth a log line."""
         from airflow_provider_loadtest.decisions.gate import Unreadable
-        from airflow_provider_loadtest.decisions.history import HISTORY
-        from airflow_provider_loadtest.decisions.transactions import (
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY
+        from airflow_provider_loadtest.decisions.gate.transactions import (
             judge_transaction_gate,
             needs_baseline_run,
             slowest_text,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
-    from airflow_provider_loadtest.decisions.history import GateHistory
+    from airflow_provider_loadtest.decisions.gate.history import GateHistory
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome
 
@@ -107,10 +107,10 @@ class Judging(LifecycleBase):
 
     def _gate_accepted(self, context: Context, spec: GateSpec) -> frozenset[str]:
         """The gated metrics whose change a person accepted as the new normal for this DAG run
-        (``decisions.history.accepted_metrics``), for the run and its transactions alike; only
+        (``decisions.gate.history.accepted_metrics``), for the run and its transactions alike; only
         ``baseline="history"`` has a normal to move. ``ValueError`` for a value that does not read:
         a typo must not pass a regression."""
-        from airflow_provider_loadtest.decisions.history import HISTORY, accepted_metrics
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY, accepted_metrics
 
         if spec.baseline != HISTORY:
             return frozenset()
@@ -126,7 +126,7 @@ class Judging(LifecycleBase):
         if not (spec.active or transactions.active) or not is_terminal(outcome.state):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
-        from airflow_provider_loadtest.decisions.history import HISTORY
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY
 
         baseline, note = self._gate_baseline(context, spec.baseline, run)
         history, accepted = None, frozenset[str]()
@@ -174,7 +174,7 @@ class Judging(LifecycleBase):
         read through Airflow like the ``"previous"`` baseline. Its own earlier tries' XComs are cleared
         by Airflow when a try starts, so a retry judges against the same history as the first try.
         ``None`` (no task instance to read with) fails every bounded metric as not measured."""
-        from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY, GateHistory
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY, GateHistory
 
         ti = context_get(context, "ti")
         if ti is None:
@@ -194,7 +194,7 @@ class Judging(LifecycleBase):
         """The baseline run: pinned, or the one the latest earlier passing DAG run of this task left
         in XCom (only passing runs leave one), read through Airflow, never a store of ours."""
         from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, PREVIOUS, Baseline
-        from airflow_provider_loadtest.decisions.history import HISTORY
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY
 
         if wanted is None or wanted == HISTORY:
             return None, None

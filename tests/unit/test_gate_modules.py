@@ -80,8 +80,8 @@ def test_a_gate_without_history_never_loads_it() -> None:
         GateSpec.check_literal(None, {"RESPONSE_TIME_PERCENTILE_95": 10}, "previous")
         """
     )
-    assert "airflow_provider_loadtest.decisions.verdict" in loaded
-    assert "airflow_provider_loadtest.decisions.history" not in loaded
+    assert "airflow_provider_loadtest.decisions.gate.verdict" in loaded
+    assert "airflow_provider_loadtest.decisions.gate.history" not in loaded
     assert "statistics" not in loaded
 
 
@@ -91,7 +91,7 @@ def test_a_gate_with_history_loads_it_and_no_statistics_module() -> None:
         GateSpec.check_literal(None, {"RESPONSE_TIME_PERCENTILE_95": 10}, "history")
         """
     )
-    assert "airflow_provider_loadtest.decisions.history" in loaded
+    assert "airflow_provider_loadtest.decisions.gate.history" in loaded
     assert "statistics" not in loaded
 
 
