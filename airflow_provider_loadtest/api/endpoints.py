@@ -510,6 +510,30 @@ def get_design_project(project_id: str) -> ApiRequest[DesignProject]:
     return _read_one("design project", "/design/projects", "project_id", project_id, DesignProject)
 
 
+def list_design_projects(workspace_id: str) -> ApiRequest[list[DesignProject]]:
+    """``GET /design/projects/by-workspace/{workspaceId}/DESIGN``: the workspace's design projects (where
+    scenarios live), as the service's third-party clients list them to find a scenario by name."""
+    return ApiRequest(
+        operation=f"List the design projects of workspace {workspace_id!r}",
+        method="GET",
+        path=f"/design/projects/by-workspace/{_segment('workspace_id', workspace_id)}/DESIGN",
+        parse=_parse_list(DesignProject),
+        parse_json=_parse_list_json(DesignProject),
+    )
+
+
+def list_scenarios(project_id: str) -> ApiRequest[list[Scenario]]:
+    """``GET /runtime/scenarios/by-project/{projectId}``: the scenarios of a design project (ids and
+    names are all that choosing one reads)."""
+    return ApiRequest(
+        operation=f"List the scenarios of project {project_id!r}",
+        method="GET",
+        path=f"/runtime/scenarios/by-project/{_segment('project_id', project_id)}",
+        parse=_parse_list(Scenario),
+        parse_json=_parse_list_json(Scenario),
+    )
+
+
 # --- analysis -----------------------------------------------------------------------------------
 
 

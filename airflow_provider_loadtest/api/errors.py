@@ -122,3 +122,12 @@ class UnusableApiKeyError(AirflowFailException, ValueError):
     No retry can fix it, so Airflow fails the task at once instead of retrying it; still a
     ``ValueError`` for callers that treat every bad setting alike. The message never shows the key.
     """
+
+
+class ScenarioNotFoundError(AirflowFailException, ValueError):
+    """No scenario of the project or workspace has the name the task asked for: no retry can change
+    that, so the task fails at once, before anything starts; the message lists the names there are."""
+
+
+class AmbiguousScenarioError(AirflowFailException, ValueError):
+    """Several scenarios have the name the task asked for: starting one of them would be a guess."""

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from airflow_provider_loadtest.api.errors import AmbiguousTemplateError, TemplateNotFoundError
+from airflow_provider_loadtest.decisions.names import name_matches
 
 
 class NamedTemplate(Protocol):
@@ -42,19 +43,14 @@ def choose_template(
     if template_id is not None:
         return next((t for t in templates if t.id == template_id), None)
     assert name is not None  # noqa: S101 - type narrowing: the check above makes it hold
-    for matches in (
-        [t for t in templates if t.name == name],
-        [t for t in templates if t.name is not None and t.name.casefold() == name.casefold()],
-    ):
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            ids = ", ".join(repr(t.id) for t in matches)
-            raise AmbiguousTemplateError(
-                f"{len(matches)} report templates of workspace {workspace_id!r} are named {name!r} "
-                f"(ids {ids}): rename one, or pass template_id instead of template_name"
-            )
-    return None
+    matches = name_matches(templates, name, lambda t: t.name)
+    if len(matches) > 1:
+        ids = ", ".join(repr(t.id) for t in matches)
+        raise AmbiguousTemplateError(
+            f"{len(matches)} report templates of workspace {workspace_id!r} are named {name!r} "
+            f"(ids {ids}): rename one, or pass template_id instead of template_name"
+        )
+    return matches[0] if matches else None
 
 
 def describe_missing(

@@ -12,6 +12,7 @@ import ssl
 import time
 from collections.abc import Generator, Mapping
 from functools import cached_property
+from types import UnionType
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, TypeVar
 
 import requests
@@ -28,7 +29,7 @@ from airflow_provider_loadtest.decisions import report_pdf
 from airflow_provider_loadtest.decisions.report_pdf import DEFAULT_PDF_POLL_INTERVAL_S, DEFAULT_PDF_TIMEOUT_S
 from airflow_provider_loadtest.decisions.templates import choose_template
 from airflow_provider_loadtest.decisions.watch import Log, Sleep
-from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, Watchdog
+from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, MalformedAnswer, Watchdog
 from airflow_provider_loadtest.hooks.settings import (
     ConnectionSettings,
     environment_verify,
@@ -118,9 +119,8 @@ def environment_proxies(base_url: str) -> dict[str, str]:
     return dict(requests.utils.get_environ_proxies(base_url))
 
 
-def tls_failed(exc: BaseException) -> bool:
-    """Whether a TLS handshake or certificate check caused ``exc``, however deep requests and urllib3
-    wrapped it (a proxy's refused certificate comes as a ``ProxyError``)."""
+def cause_of(exc: BaseException, kind: type[BaseException] | UnionType) -> BaseException | None:
+    """The first error of ``kind`` behind ``exc``, however deep requests and urllib3 wrapped it."""
     seen: set[int] = set()
     todo: list[object] = [exc]
     while todo:
@@ -128,10 +128,16 @@ def tls_failed(exc: BaseException) -> bool:
         if not isinstance(error, BaseException) or id(error) in seen:
             continue
         seen.add(id(error))
-        if isinstance(error, ssl.SSLError | ssl.CertificateError | requests.exceptions.SSLError):
-            return True
+        if isinstance(error, kind):
+            return error
         todo.extend([error.__cause__, error.__context__, getattr(error, "reason", None), *error.args])
-    return False
+    return None
+
+
+def tls_failed(exc: BaseException) -> bool:
+    """Whether a TLS handshake or certificate check caused ``exc`` (a proxy's refused certificate comes
+    as a ``ProxyError``)."""
+    return cause_of(exc, ssl.SSLError | ssl.CertificateError | requests.exceptions.SSLError) is not None
 
 
 def describe_transport_failure(exc: requests.RequestException, url: str | None = None) -> str:
@@ -148,6 +154,9 @@ def describe_transport_failure(exc: requests.RequestException, url: str | None =
         return "the service did not answer in time (read timeout)"
     if connection_never_opened(exc):
         return "could not connect (connection refused or host name not resolved)"
+    malformed = cause_of(exc, MalformedAnswer)
+    if malformed is not None:  # the words the triggerer's client uses for the same bytes
+        return f"the answer is not valid HTTP ({malformed})"
     if isinstance(exc, requests.ConnectionError):
         return "the connection was dropped before an answer arrived"
     return f"the request failed: {type(exc).__name__}"
@@ -401,6 +410,14 @@ class LoadTestHook(BaseHook):
     def get_design_project(self, project_id: str) -> DesignProject:
         """A design project (its ``workspace_id`` is the workspace it belongs to)."""
         return self.call(endpoints.get_design_project(project_id))
+
+    def list_design_projects(self, workspace_id: str) -> list[DesignProject]:
+        """The design projects of a workspace (where its scenarios live)."""
+        return self.call(endpoints.list_design_projects(workspace_id))
+
+    def list_scenarios(self, project_id: str) -> list[Scenario]:
+        """The scenarios of a design project."""
+        return self.call(endpoints.list_scenarios(project_id))
 
     def find_workspace_id(self, scenario_id: str) -> str | None:
         """The workspace of a scenario, as the Jenkins plugin finds it for the report link: the

@@ -55,7 +55,14 @@ def _pause(seconds: float) -> None:
 class RunScenarioOperator(RunLifecycle, BaseOperator):
     """Start a load test of ``scenario_id``, wait until it ends, and fail the task when it went wrong.
 
-    :param scenario_id: the scenario to run (last segment of its URL in the web UI).
+    :param scenario_id: the scenario to run (last segment of its URL in the web UI); or give
+        ``scenario_name``.
+    :param scenario_name: choose the scenario by the name the web UI shows instead, among the scenarios
+        of ``project_id`` or, without it, of every design project of ``workspace_id`` (exact match
+        first, then ignoring case; no match or several matches fail the task before anything starts,
+        naming the candidates).
+    :param project_id: the design project ``scenario_name`` is looked up in (one listing call); without
+        it, ``workspace_id``'s projects are listed, then each one's scenarios.
     :param template_id: report template to use for the run.
     :param template_name: choose the template by name instead, from ``workspace_id``'s templates (exact
         match first, then ignoring case; no match or several matches fail the task before anything
@@ -106,7 +113,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         the metric (``decisions.gate.METRIC_DIRECTIONS``). No baseline yet is not a failure: budgets
         only are checked (with ``"history"``: the bound alone, against the few nights there are, until
         the history is long enough, said in the log).
-    :param history_settings: with ``baseline="history"``, how it judges (``decisions.history.
+    :param history_settings: with ``baseline="history"``, how it judges (``decisions.gate.history.
         HistorySettings``: ``window``, ``min_history``, ``fail_z``, ``persist_z``, ``suspect_z``,
         ``persist_nights``); ``None`` takes the defaults measured in ``docs/gate_quality.md``. An
         unknown name or a bad value fails when the DAG is parsed (a templated value before the run).
@@ -152,6 +159,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
 
     template_fields: Sequence[str] = (
         "scenario_id",
+        "scenario_name",
+        "project_id",
         "template_id",
         "template_name",
         "workspace_id",
@@ -183,7 +192,9 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     def __init__(
         self,
         *,
-        scenario_id: str,
+        scenario_id: str | None = None,
+        scenario_name: str | None = None,
+        project_id: str | None = None,
         template_id: str | None = None,
         template_name: str | None = None,
         workspace_id: str | None = None,
@@ -210,12 +221,22 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if (scenario_id is None) == (scenario_name is None):
+            raise ValueError(
+                "give scenario_id or scenario_name (with project_id or workspace_id), one of them"
+            )
+        if scenario_name is not None and project_id is None and workspace_id is None:
+            raise ValueError(
+                "scenario_name needs project_id or workspace_id: scenarios are listed per project, "
+                "and a workspace's projects per workspace"
+            )
         if template_id is not None and template_name is not None:
             raise ValueError("give template_id or template_name, not both")
         if template_name is not None and workspace_id is None:
             raise ValueError("template_name needs workspace_id: templates are listed per workspace")
         check_literal_ids(
             scenario_id=scenario_id,
+            project_id=project_id,
             template_id=template_id,
             workspace_id=workspace_id,
             subscription_id=subscription_id,
@@ -238,6 +259,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         )
         self.timeout = positive_seconds("timeout", timeout)
         self.scenario_id = scenario_id
+        self.scenario_name = scenario_name
+        self.project_id = project_id
         self.template_id = template_id
         self.template_name = template_name
         self.workspace_id = workspace_id
@@ -490,11 +513,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         return self._send_start(self._prepare_start(), time.time())
 
     def _prepare_start(self) -> _StartRequest:
-        """Everything that can fail before the start is sent: rendered ids, properties, the template."""
-        scenario_id = validate_path_id("scenario_id", self.scenario_id)
+        """Everything that can fail before the start is sent: rendered ids, properties, the scenario
+        and the template."""
         workspace_id = (
             validate_path_id("workspace_id", self.workspace_id) if self.workspace_id is not None else None
         )
+        scenario_id = self._resolve_scenario_id(workspace_id)
         properties = self._checked_properties()
         template_id = self._resolve_template_id(workspace_id)
         subscription_id = (
@@ -545,6 +569,33 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         else:
             self.log.info("No report link (set workspace_id on the task to skip the workspace lookup)")
         return run
+
+    def _resolve_scenario_id(self, workspace_id: str | None) -> str:
+        """``scenario_id``, or the id of the one scenario named ``scenario_name`` where the task says
+        it lives (``decisions.scenarios``: exact, then ignoring case; none or several refuse)."""
+        if self.scenario_name is None:
+            return validate_path_id("scenario_id", self.scenario_id)
+        from airflow_provider_loadtest.decisions.scenarios import require_scenario
+
+        name = self.scenario_name
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"scenario_name must be a non-empty string, got {name!r}")
+        if self.project_id is not None:
+            project_id = validate_path_id("project_id", self.project_id)
+            where = f"project {project_id!r}"
+            scenarios = self.hook.list_scenarios(project_id)
+        else:
+            assert workspace_id is not None  # noqa: S101 - type narrowing, enforced in __init__
+            where = f"workspace {workspace_id!r}"
+            scenarios = [
+                scenario if scenario.project_id else scenario.model_copy(update={"project_id": project.id})
+                for project in self.hook.list_design_projects(workspace_id)
+                if project.id
+                for scenario in self.hook.list_scenarios(validate_path_id("project_id", project.id))
+            ]
+        scenario = require_scenario(scenarios, name=name, where=where)
+        self.log.info("Using scenario %r (id %s) of %s", scenario.name, scenario.id, where)
+        return validate_path_id("scenario_id", scenario.id)
 
     def _resolve_template_id(self, workspace_id: str | None) -> str | None:
         if self.template_name is None:

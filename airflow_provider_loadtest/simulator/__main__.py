@@ -1,9 +1,14 @@
 """``python -m airflow_provider_loadtest.simulator``: serve the simulator until SIGTERM or SIGINT.
 
-Prints two lines a shell script can read (flushed at once)::
+Prints two lines a shell script can read (flushed at once), then the Airflow connection to paste into
+the shell that runs Airflow::
 
     LOADTEST_SIMULATOR_URL=http://127.0.0.1:PORT
     LOADTEST_SIMULATOR_API_KEY=sim-api-key
+    export AIRFLOW_CONN_LOADTEST_DEFAULT='loadtest://:sim-api-key@127.0.0.1:PORT/http'
+
+The URI's path is the connection's schema: ``/http`` because the simulator speaks plain http (a URI
+without it means https, and the connection test would fail the TLS handshake).
 """
 
 from __future__ import annotations
@@ -13,8 +18,16 @@ import signal
 import sys
 import threading
 from types import FrameType
+from urllib.parse import quote, urlsplit
 
 from airflow_provider_loadtest.simulator.server import check_host, run_simulator
+
+
+def connection_uri(url: str, api_key: str) -> str:
+    """The ``loadtest://`` URI of a connection to the simulator at ``url`` (``http://host:port``): the
+    key URL-encoded, the scheme in the URI's path (the connection's schema field)."""
+    parts = urlsplit(url)
+    return f"loadtest://:{quote(api_key, safe='')}@{parts.netloc}/{parts.scheme}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         ) as sim:
             print(f"LOADTEST_SIMULATOR_URL={sim.url}", flush=True)
             print(f"LOADTEST_SIMULATOR_API_KEY={sim.api_key}", flush=True)
+            print(
+                "# the connection, for the shell that runs Airflow:\n"
+                f"export AIRFLOW_CONN_LOADTEST_DEFAULT='{connection_uri(sim.url, sim.api_key)}'",
+                flush=True,
+            )
             while not stop.wait(0.5):
                 pass
     except (ValueError, RuntimeError) as exc:

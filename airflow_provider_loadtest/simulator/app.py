@@ -38,7 +38,7 @@ from airflow_provider_loadtest.models import (
 from airflow_provider_loadtest.models.enums import MetricId, SampleType
 from airflow_provider_loadtest.simulator.faults import FaultSpec, RequestTarget, hang_up, hold, rewriting_send
 from airflow_provider_loadtest.simulator.recorder import RecordedRequest
-from airflow_provider_loadtest.simulator.seed import SettingsSpec
+from airflow_provider_loadtest.simulator.seed import ProjectSpec, ScenarioSpec, SettingsSpec
 from airflow_provider_loadtest.simulator.state import (
     FAILED_STACK_TRACE,
     Report,
@@ -66,6 +66,8 @@ INVALID_KEY_TEXT = "Invalid or expired API key"
 #: What each API route produces when it is not JSON (Spring's ``produces``; see ``strict.py``).
 PRODUCES: dict[str, str] = {"junit_report": XML, "download_log": OCTET_STREAM, "create_task": TEXT}
 #: Sample types a metric may name: the spec's, and those of the service's documentation.
+#: The project types of ``GET /design/projects/by-workspace/{id}/{type}``.
+PROJECT_TYPES = ("DESIGN", "RESULT")
 SAMPLE_TYPES = frozenset({t.value for t in SampleType} | {"HIT", "CONTAINER"})
 
 
@@ -149,6 +151,12 @@ class SimulatorApp(FastAPI):
             record(None)
             await _drop_connection(send)
             return
+        if route is None and not authorized:
+            # Spring Security answers before the dispatcher looks for a handler: a bad key on a path the
+            # service does not serve is 401, not 404 (clients probing calls learn the key is wrong first).
+            await _send_plain(send, 401, INVALID_KEY_TEXT)
+            record(401)
+            return
         await super().__call__(scope, replay, capture)
         record(status_seen[0] if status_seen else None)
 
@@ -213,10 +221,20 @@ def _bearer_key_valid(header: str | None, state: SimulatorState) -> bool:
 async def _send_fault_response(fault: FaultSpec, send: Send) -> None:
     status = fault.status or 503
     texts = {429: "Too many requests", 502: "Bad gateway", 503: "Service unavailable", 504: "Gateway timeout"}
-    body = texts.get(status, "Injected fault").encode()
+    extra = (
+        [(b"retry-after", str(fault.retry_after).encode())]
+        if status == 429 or fault.kind == "unavailable"
+        else []
+    )
+    await _send_plain(send, status, texts.get(status, "Injected fault"), extra)
+
+
+async def _send_plain(
+    send: Send, status: int, text: str, extra_headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = text.encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    if status == 429 or fault.kind == "unavailable":
-        headers.append((b"retry-after", str(fault.retry_after).encode()))
+    headers.extend(extra_headers or [])
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
@@ -343,15 +361,12 @@ def _add_runtime_routes(api: APIRouter, state: SimulatorState) -> None:
 
     @api.get("/runtime/scenarios/{scenario_id}", name="get_scenario", tags=["runtime"])
     async def get_scenario(scenario_id: str) -> Response:
-        scenario = state.scenario(scenario_id)
-        return _json(
-            {
-                "id": scenario.id,
-                "name": scenario.name,
-                "description": scenario.description,
-                "projectId": scenario.project_id,
-            }
-        )
+        return _json(_scenario_document(state.scenario(scenario_id)))
+
+    @api.get("/runtime/scenarios/by-project/{project_id}", name="list_scenarios", tags=["runtime"])
+    async def list_scenarios(project_id: str) -> Response:
+        """The scenarios of a design project: how the service's clients find a scenario's id by name."""
+        return _json([_scenario_document(scenario) for scenario in state.scenarios_of(project_id)])
 
     @api.get("/runtime/bench-results/progress/{bench_result_id}", name="get_progress", tags=["runtime"])
     async def get_progress(bench_result_id: str) -> Response:
@@ -371,8 +386,33 @@ def _add_runtime_routes(api: APIRouter, state: SimulatorState) -> None:
 
     @api.get("/design/projects/{project_id}", name="get_project", tags=["design"])
     async def get_project(project_id: str) -> Response:
-        project = state.project(project_id)
-        return _json({"id": project.id, "name": project.name, "workspaceId": project.workspace_id})
+        return _json(_project_document(state.project(project_id)))
+
+    @api.get(
+        "/design/projects/by-workspace/{workspace_id}/{project_type}", name="list_projects", tags=["design"]
+    )
+    async def list_projects(workspace_id: str, project_type: str) -> Response:
+        """A workspace's projects of one type: ``DESIGN`` (where scenarios live) or ``RESULT`` (none
+        here: the simulator keeps results with their runs)."""
+        if project_type not in PROJECT_TYPES:
+            raise SimulatorError(
+                400, f"Unknown project type: {project_type} (known: {', '.join(PROJECT_TYPES)})"
+            )
+        projects = state.projects_of(workspace_id) if project_type == "DESIGN" else []
+        return _json([_project_document(project) for project in projects])
+
+
+def _scenario_document(scenario: ScenarioSpec) -> dict[str, Any]:
+    return {
+        "id": scenario.id,
+        "name": scenario.name,
+        "description": scenario.description,
+        "projectId": scenario.project_id,
+    }
+
+
+def _project_document(project: ProjectSpec) -> dict[str, Any]:
+    return {"id": project.id, "name": project.name, "workspaceId": project.workspace_id, "type": "DESIGN"}
 
 
 def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:

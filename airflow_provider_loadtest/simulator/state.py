@@ -319,9 +319,22 @@ class SimulatorState:
             raise SimulatorError(404, f"Unknown bench report: {report_id}")
         return found
 
-    def templates_of(self, workspace_id: str) -> list[dict[str, Any]]:
+    def projects_of(self, workspace_id: str) -> list[ProjectSpec]:
+        """The design projects of a workspace (``GET /design/projects/by-workspace/{id}/DESIGN``)."""
+        self._require_workspace(workspace_id)
+        return [p for p in self.seed.projects if p.workspace_id == workspace_id]
+
+    def scenarios_of(self, project_id: str) -> list[ScenarioSpec]:
+        """The scenarios of a design project (``GET /runtime/scenarios/by-project/{id}``)."""
+        self.project(project_id)
+        return [s for s in self.seed.scenarios if s.project_id == project_id]
+
+    def _require_workspace(self, workspace_id: str) -> None:
         if not any(w.id == workspace_id for w in self.seed.workspaces):
             raise SimulatorError(404, f"Unknown workspace: {workspace_id}")
+
+    def templates_of(self, workspace_id: str) -> list[dict[str, Any]]:
+        self._require_workspace(workspace_id)
         return [t for t in self.seed.templates if t["workspaceId"] == workspace_id]
 
     # --- runs -------------------------------------------------------------------------------------
