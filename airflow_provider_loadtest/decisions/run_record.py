@@ -23,20 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 from airflow_provider_loadtest.decisions.runs import FAILED_STATES, FINISHED
-from airflow_provider_loadtest.decisions.stops import StopDecision
+from airflow_provider_loadtest.decisions.stops import StopDecision, utc_text
 
 #: Key in Airflow's task state store (3.3+) and XCom under which the run is recorded.
 RUN_RECORD_KEY = "loadtest_run"
 _VERSION = 1
-
-
-def utc_text(epoch: float) -> str:
-    """``2026-11-23 14:05:09 UTC``: what a person matches against the service's run list."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _whole(value: Any) -> int | None:

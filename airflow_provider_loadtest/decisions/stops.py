@@ -26,6 +26,7 @@ No I/O, nothing heavy: the operator module imports this at DAG-parse time.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 #: Why a run was stopped by this package (``StopDecision.by``).
@@ -131,10 +132,13 @@ def cause_in_triggerer(ti_state: object, *, readable: bool) -> StopCause | None:
 
 def explain(stop: StopDecision) -> str:
     """The cause of a run's ABORTED state when this package stopped it."""
-    return f"it was stopped at {_utc(stop.at)} because {stop.why}"
+    return f"it was stopped at {utc_text(stop.at)} because {stop.why}"
 
 
-def _utc(epoch: float) -> str:
-    from airflow_provider_loadtest.decisions.run_record import utc_text
+def utc_text(epoch: float) -> str:
+    """``2026-11-23 14:05:09 UTC``: what a person matches against the service's run list.
 
-    return utc_text(epoch)
+    Here, not in ``decisions.run_record``, so the dependency goes one way: the run record holds stop
+    decisions (and imports this module); a stop decision knows nothing of the record.
+    """
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -10,8 +10,9 @@ What it emulates, faithfully enough to test the package's promises:
   store shared by all its tries (Airflow 3.3's ``TaskStateStoreAccessor``: ``get(key, default)``,
   ``set(key, value, *, retention=None)`` refusing ``None``, ``delete``, ``clear``; values go through JSON,
   and the store is cleared when the task succeeds). Every try gets a fresh operator (the DAG is parsed again)
-  and a ``ti`` with ``try_number``/``max_tries``. ``AirflowFailException`` ends the TI; any other exception
-  retries while ``try_number <= max_tries``.
+  and the context Airflow gives a try (``tests.airflow_context``, the same helper as the unit tests'): a
+  ``ti`` with ``try_number``/``max_tries`` and the ``dag_run``, never cleared here (``clear_number`` 0).
+  ``AirflowFailException`` ends the TI; any other exception retries while ``try_number <= max_tries``.
 * **Deferral.** A try that raises ``TaskDeferred`` has its trigger serialized and rebuilt (as the triggerer
   does), its ``run()`` driven with asyncio until the first event, then ``execute_complete`` is called on a
   fresh operator within the same try.
@@ -52,6 +53,7 @@ if __name__ == "__main__":  # `make chaos`: the figures, not thousands of task l
 
 from airflow_provider_loadtest.decisions.watch import STOP_GRACE_S
 from airflow_provider_loadtest.simulator.faults import PROCESSING_KINDS, FaultSpec
+from tests.airflow_context import DAG_ID, RUN_ID, TASK_ID, TaskStateStore, task_context
 
 CONN_ID = "loadtest_chaos"
 READ_TIMEOUT_S = 2.0
@@ -208,40 +210,15 @@ def make_seed(plans: list[TiPlan]) -> dict[str, Any]:
 # --- Airflow's side: the task state store, the ti, the retry loop -----------------------------------
 
 
-class TaskStateStore:
-    """Airflow 3.3's task state store for one TI, shared by its tries (values go through JSON)."""
-
-    def __init__(self, failing_set: bool = False) -> None:
-        self._data: dict[str, str] = {}
-        self._failing_set = failing_set
-        self._lock = threading.Lock()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        with self._lock:
-            raw = self._data.get(key)
-        return default if raw is None else json.loads(raw)
-
-    def set(self, key: str, value: Any, *, retention: Any = None) -> None:
-        if value is None:
-            raise ValueError("Cannot set value as None")
-        if self._failing_set:
-            raise ConnectionError("task state store: the API server did not answer")
-        with self._lock:
-            self._data[key] = json.dumps(value)
-
-    def delete(self, key: str) -> None:
-        with self._lock:
-            self._data.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
 class FakeTi:
-    """What the operator uses of ``context["ti"]``."""
+    """What the operator uses of ``context["ti"]``: Airflow's names and values (``tests.airflow_context``),
+    with the XComs it pushes kept as they would be stored (through JSON)."""
 
-    def __init__(self, try_number: int, max_tries: int) -> None:
+    def __init__(self, try_number: int, max_tries: int, task_id: str = TASK_ID) -> None:
+        self.dag_id = DAG_ID
+        self.task_id = task_id
+        self.run_id = RUN_ID
+        self.map_index = -1
         self.try_number = try_number
         self.max_tries = max_tries
         self.start_date = datetime.now(UTC)
@@ -249,6 +226,9 @@ class FakeTi:
 
     def xcom_push(self, key: str, value: Any, **_: Any) -> None:
         self.xcom[key] = json.loads(json.dumps(value))
+
+    def xcom_pull(self, *_: Any, **__: Any) -> Any:
+        return None  # one DAG run per TI here: no earlier night to read
 
 
 @dataclass
@@ -288,9 +268,8 @@ def _one_try(plan: TiPlan, store: TaskStateStore | None, ti: FakeTi) -> tuple[st
     """One try as Airflow runs it: execute, and when deferred, the trigger then execute_complete."""
     from airflow_provider_loadtest.compat import AirflowFailException, TaskDeferred
 
-    context: dict[str, Any] = {"ti": ti, "task_instance": ti, "try_number": ti.try_number}
-    if store is not None:
-        context["task_state_store"] = store
+    # A TI's tries share its DAG run, never cleared here: clear_number stays 0, as Airflow keeps it.
+    context = task_context(ti, store, clear_number=0)
     deferred = False
     try:
         try:
@@ -318,9 +297,9 @@ async def _first_event(trigger: Any) -> Any:
 def run_ti(plan: TiPlan) -> TiResult:
     """All tries of one TI, with Airflow's retry rules; a try past its hard bound is abandoned."""
     result = TiResult(plan)
-    store = None if plan.store == "none" else TaskStateStore(failing_set=plan.store == "failing_set")
+    store = None if plan.store == "none" else TaskStateStore(fail_every_set=plan.store == "failing_set")
     for number in range(1, plan.retries + 2):
-        ti = FakeTi(number, plan.retries)
+        ti = FakeTi(number, plan.retries, task_id=f"chaos_{plan.index}")
         box: list[tuple[str, str, bool]] = []
         began = time.monotonic()
         worker = threading.Thread(

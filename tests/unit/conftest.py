@@ -6,6 +6,19 @@ import pytest
 
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 
+#: pytest-timeout's ceiling for one unit test (setup, call, teardown), in seconds. The slowest unit test
+#: takes a few seconds on 2 busy cores: a guard that loops forever (a fake service that answers RUNNING
+#: on a fake clock) fails here in two minutes, not at CI's own limit. pyproject's ``timeout`` (900 s) is
+#: for the suites that start a real Airflow.
+UNIT_TIMEOUT_S = 120
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Hold every unit test without a ``timeout`` mark of its own to ``UNIT_TIMEOUT_S``."""
+    for item in items:
+        if "tests/unit/" in item.nodeid and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
+
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:

@@ -20,6 +20,7 @@ from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
+from tests.airflow_context import TaskStateStore, mock_ti, task_context
 from tests.conftest import BASE_URL
 from tests.unit.test_hook import BENCH_REPORT, RUN_URL, TEMPLATES_URL
 
@@ -32,44 +33,23 @@ PROGRESS_URL = f"{BASE_URL}/runtime/bench-results/progress/br-1"
 FILES_URL = f"{BASE_URL}/analysis/logs/list/br-1"
 
 
-class FakeStateStore:
-    """Airflow 3.3's task_state_store: survives retries (and clears) of the same task instance.
-
-    ``fail_get`` makes every read raise; ``fail_sets`` lists which writes (1 = the first) raise.
-    """
-
-    def __init__(
-        self, data: dict[str, Any] | None = None, *, fail_get: bool = False, fail_sets: tuple[int, ...] = ()
-    ) -> None:
-        self.data = dict(data or {})
-        self.fail_get = fail_get
-        self.fail_sets = fail_sets
-        self.sets = 0
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if self.fail_get:
-            raise RuntimeError("state store: API server answered 503")
-        return self.data.get(key, default)
-
-    def set(self, key: str, value: Any) -> None:
-        self.sets += 1
-        if self.sets in self.fail_sets:
-            raise RuntimeError("state store: API server answered 503")
-        json.dumps(value)  # must be JSON-safe
-        self.data[key] = value
-
-    def delete(self, key: str) -> None:
-        self.data.pop(key, None)
+#: Airflow 3.3's task state store (``tests.airflow_context``): survives retries and clears of the same
+#: task instance. ``fail_get`` makes every read raise; ``fail_sets`` lists which writes (1 = the first) raise.
+FakeStateStore = TaskStateStore
 
 
 def _context(
-    store: FakeStateStore | None = None, *, max_tries: int = 0, try_number: int = 1
+    store: TaskStateStore | None = None,
+    *,
+    max_tries: int = 0,
+    try_number: int = 1,
+    clear_number: int = 0,
+    conf: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    ti = mock.MagicMock(name="ti", start_date=None, max_tries=max_tries, try_number=try_number)
-    context: dict[str, Any] = {"ti": ti}
-    if store is not None:
-        context["task_state_store"] = store
-    return context
+    """What Airflow gives one try of the task (``tests.airflow_context``): a ``ti`` whose XCom calls can
+    be read back, its DAG run (not cleared unless ``clear_number`` says so), the store when given."""
+    ti = mock_ti(try_number=try_number, max_tries=max_tries)
+    return task_context(ti, store, clear_number=clear_number, conf=conf)
 
 
 def _pushed(context: dict[str, Any]) -> dict[str, Any]:
@@ -504,7 +484,7 @@ def test_start_in_flight_is_recorded_before_the_start_request(
             "max_tries": 2,
             "run": None,
             "stopped": None,
-            "clear_number": None,
+            "clear_number": 0,  # the DAG run's, as Airflow gives it: a later clear raises it
         }
     ]
     assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
@@ -522,32 +502,46 @@ def test_start_in_flight_is_recorded_before_the_start_request(
     ],
     ids=["read-timeout", "dropped", "5xx", "unreadable-2xx", "2xx-without-ids"],
 )
-@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
 def test_unknown_start_outcome_fails_for_good_and_the_retry_starts_nothing(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], answer: dict[str, Any], deferrable: bool
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], answer: dict[str, Any]
 ) -> None:
+    """The start is sent by ``execute`` before any wait, the same code whether the task then waits on
+    a worker or defers (so one mode is tested; ``test_the_start_comes_before_the_deferral`` holds it)."""
     requests_mock.post(RUN_URL, **answer)
     store = FakeStateStore()
     with pytest.raises(AirflowFailException) as caught:
-        _op(deferrable=deferrable).execute(_context(store))  # type: ignore[arg-type]
+        _op().execute(_context(store))  # type: ignore[arg-type]
     message = str(caught.value)
     assert "'sc-1'" in message and "outcome is unknown" in message
     assert "Check the scenario's runs in the service" in message and " UTC" in message
     assert store.data[RUN_RECORD_KEY]["run"] is None  # still in flight: the retry must see it
     with pytest.raises(AirflowFailException, match="outcome is unknown"):  # had Airflow retried anyway
-        _op(deferrable=deferrable).execute(_context(store, try_number=2))  # type: ignore[arg-type]
+        _op().execute(_context(store, try_number=2))  # type: ignore[arg-type]
     assert _posts(requests_mock, RUN_URL) == 1
 
 
-@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferrable"])
+def test_the_start_comes_before_the_deferral(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    """A deferrable task starts (and records) its run in ``execute``, before it defers: the start-once
+    rules above hold for it as they are, and its trigger only waits."""
+    _service(requests_mock, ["RUNNING"])
+    store = FakeStateStore()
+    with pytest.raises(TaskDeferred) as caught:
+        _op(deferrable=True).execute(_context(store))  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 1
+    assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
+    assert caught.value.trigger.serialize()[1]["run_record"]["bench_result_id"] == "br-1"
+
+
 def test_a_retry_finding_a_start_in_flight_does_not_start(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], deferrable: bool
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
     """The worker died during the start request: the record says in flight, no run."""
     _service(requests_mock, ["RUNNING"])
     store = FakeStateStore({RUN_RECORD_KEY: _record()})
     with pytest.raises(AirflowFailException) as caught:
-        _op(deferrable=deferrable).execute(_context(store, try_number=2))  # type: ignore[arg-type]
+        _op().execute(_context(store, try_number=2))  # type: ignore[arg-type]
     assert "A start of scenario 'sc-1' was sent at 2026-11-23 13:00:00 UTC" in str(caught.value)
     assert "Clear this task to start a new run" in str(caught.value)
     assert requests_mock.call_count == 0
@@ -698,10 +692,26 @@ def test_without_a_working_store_every_failure_after_the_start_is_final_and_said
 def test_a_failing_store_read_on_a_retry_starts_nothing(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
 ) -> None:
+    """With the guard broken the try would start and then wait on a run that goes forever: the task's
+    ``timeout`` (on the fake clock) ends that wait at once, so the test fails instead of hanging."""
     _service(requests_mock, ["RUNNING"])
     with pytest.raises(AirflowException, match="an earlier try may have started a load test"):
-        _op().execute(_context(FakeStateStore(fail_get=True), try_number=2))  # type: ignore[arg-type]
+        _op(timeout=60).execute(_context(FakeStateStore(fail_get=True), try_number=2))  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
+
+
+@pytest.mark.parametrize("state", ["ABORTED", "ERROR"])
+def test_a_plain_retry_finding_its_run_ended_badly_starts_no_second_run(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], state: str
+) -> None:
+    """Issue 30's first mutant: a retry (same DAG run, not cleared: its ``clear_number`` is the one the
+    record holds) that finds its run ABORTED (stopped in the service's UI) or ERROR, without
+    ``restart_failed_runs``, takes that verdict: no second billed load test."""
+    _service(requests_mock, [state])
+    store = FakeStateStore({RUN_RECORD_KEY: {**_record(_saved_record()), "clear_number": 2}})
+    with pytest.raises(AirflowFailException, match=f"state {state}"):
+        _op(restart_failed_runs=False).execute(_context(store, try_number=2, clear_number=2))  # type: ignore[arg-type]
+    assert _posts(requests_mock, RUN_URL) == 0
 
 
 def test_a_failing_store_write_before_the_start_starts_nothing(
