@@ -8,7 +8,8 @@ read returns at once and ``requests`` raises. The caller then asks ``Watchdog.fi
 apart from a real connection failure.
 
 The same connections read answers with :class:`StrictAnswer`: ``http.client`` with its numbers
-checked (no ``+200`` status, no ``0_5`` length, no ``0x2`` chunk size).
+checked (no ``+200`` status, no ``0_5`` length, no ``0x2`` chunk size) and its framing too (no transfer
+coding it does not implement, no ``Transfer-Encoding`` beside a ``Content-Length``).
 
 One reaper thread per process watches every deadline (a heap; woken only when a new deadline comes
 before the one it sleeps towards): a ``threading.Timer`` per call started a thread per request, about
@@ -29,7 +30,7 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -179,6 +180,14 @@ _MULTIPART_DEFECTS = (
 _STATUS_LINE = re.compile(rb"HTTP/[0-9]\.[0-9] [0-9]{3}(?: [^\r\n]*)?\r?\n")
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+[ \t]*(?:;[^\r\n]*)?\r?\n")
 _LENGTH = re.compile(r"[ \t]*[0-9]+[ \t]*")
+#: The only transfer coding ``http.client`` implements (it reads an answer with any other by its
+#: ``Content-Length`` or to the connection's end, as if the coding were not there).
+_CHUNKED = ["chunked"]
+
+
+class MalformedAnswer(http.client.HTTPException):
+    """An answer ``StrictAnswer`` refused: framed, or headed, unlike HTTP/1.1 allows. Its text says how,
+    quoting at most 60 characters of what the server sent."""
 
 
 class StrictAnswer(http.client.HTTPResponse):
@@ -202,12 +211,27 @@ class StrictAnswer(http.client.HTTPResponse):
         # maybe, goes unread); urllib3 only logs it. The same multipart defects are ignored as there.
         defects = [d for d in self.msg.defects if not isinstance(d, _MULTIPART_DEFECTS)]
         if defects:
-            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
-            raise http.client.HTTPException(f"the answer's headers are malformed ({defects[0]!r:.60})")
+            self._refuse(f"the answer's headers are malformed ({defects[0]!r:.60})")
         lengths = [v for value in self.msg.get_all("Content-Length") or [] for v in value.split(",")]
         if lengths and (not all(_LENGTH.fullmatch(v) for v in lengths) or len({int(v) for v in lengths}) > 1):
-            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
-            raise http.client.HTTPException(f"the answer's Content-Length is not one number: {lengths!r:.60}")
+            self._refuse(f"the answer's Content-Length is not one number: {lengths!r:.60}")
+        codings = self.msg.get_all("Transfer-Encoding")
+        if codings is not None:
+            # RFC 9112 6.1: a client that does not implement a coding must not read the body as if it
+            # were not there; 6.3: a Transfer-Encoding beside a Content-Length "ought to be handled as an
+            # error" (aiohttp, the triggerer's client, refuses both: the two clients agree).
+            named = [c.strip().lower() for value in codings for c in value.split(",") if c.strip()]
+            if named != _CHUNKED:
+                self._refuse(
+                    f"the answer's Transfer-Encoding is {', '.join(codings)!r:.60}, a coding this "
+                    "client does not implement (only chunked)"
+                )
+            if lengths:
+                self._refuse("the answer has both a Transfer-Encoding and a Content-Length")
+
+    def _refuse(self, why: str) -> NoReturn:
+        self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+        raise MalformedAnswer(why)
 
     def _checked(self, read: Any, pattern: re.Pattern[bytes]) -> Any:
         fp, seen = self.fp, _LineSeen(self.fp)
