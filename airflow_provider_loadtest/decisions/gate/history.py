@@ -38,7 +38,7 @@ that use it (``gate.py`` imports it on first use).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,13 +153,25 @@ class HistoryUnreadable(ValueError):
 @dataclass(frozen=True)
 class SeriesHistory:
     """One series' memory: the admitted passing nights (oldest first) and the last nights not yet
-    admitted, each with the status it was given (a night joins ``values`` once it is old enough)."""
+    admitted, each with the status it was given (a night joins ``values`` once it is old enough).
+
+    ``residuals`` are what the admitted nights moved beyond the night effect of their night, in the
+    series' noise standard deviations (``family.py``: a series judged with the other series of its
+    gate); ``recent_residuals`` goes with ``recent`` (None where a night had no night effect, such as a
+    gate of one series). Both are empty for a gate of too few series, and the XCom form then leaves
+    them out: an older reader reads the same form it wrote."""
 
     values: tuple[float, ...] = ()
     recent: tuple[tuple[float, str], ...] = ()
+    residuals: tuple[float, ...] = ()
+    recent_residuals: tuple[float | None, ...] = ()
 
     def to_xcom(self) -> dict[str, Any]:
-        return {"values": list(self.values), "recent": [[v, s] for v, s in self.recent]}
+        data: dict[str, Any] = {"values": list(self.values), "recent": [[v, s] for v, s in self.recent]}
+        if self.residuals or any(r is not None for r in self.recent_residuals):
+            data["residuals"] = list(self.residuals)
+            data["recent_residuals"] = list(self.recent_residuals)
+        return data
 
     @classmethod
     def from_xcom(cls, data: object) -> SeriesHistory:
@@ -167,15 +179,34 @@ class SeriesHistory:
         if not isinstance(data, Mapping):
             raise HistoryUnreadable(f"a series is {type(data).__name__}, not a mapping")
         values, recent = data.get("values"), data.get("recent", [])
-        if not isinstance(values, list) or not isinstance(recent, list):
-            raise HistoryUnreadable("'values' and 'recent' must be lists")
+        residuals, recent_residuals = data.get("residuals", []), data.get("recent_residuals", [])
+        if not (
+            isinstance(values, list)
+            and isinstance(recent, list)
+            and isinstance(residuals, list)
+            and isinstance(recent_residuals, list)
+        ):
+            raise HistoryUnreadable("'values', 'recent', 'residuals' and 'recent_residuals' must be lists")
         parsed = tuple(_finite(v, "a value") for v in values)
         nights = []
         for night in recent:
             if not (isinstance(night, list | tuple) and len(night) == 2 and night[1] in _RECENT_STATUSES):
                 raise HistoryUnreadable(f"a recent night {night!r} is not [value, status]")
             nights.append((_finite(night[0], "a recent value"), str(night[1])))
-        return cls(parsed, tuple(nights))
+        if recent_residuals and len(recent_residuals) != len(nights):
+            raise HistoryUnreadable("'recent_residuals' must go with 'recent', night for night")
+        return cls(
+            parsed,
+            tuple(nights),
+            tuple(_finite(r, "a residual") for r in residuals),
+            tuple(None if r is None else _finite(r, "a recent residual") for r in recent_residuals),
+        )
+
+    def recent_residual(self, index: int) -> float | None:
+        """The residual of ``recent[index]`` (None when that night had none)."""
+        if len(self.recent_residuals) != len(self.recent):
+            return None
+        return self.recent_residuals[index]
 
 
 def _finite(value: object, what: str) -> float:
@@ -195,6 +226,9 @@ class GateHistory:
     series: Mapping[SeriesKey, SeriesHistory] = field(default_factory=dict)
     broken: Mapping[SeriesKey, str] = field(default_factory=dict)
     error: str | None = None
+    #: The night effect's own history (``family.py``): its value each night, in noise sd; None until a
+    #: night of the gate had enough series to measure it.
+    night: SeriesHistory | None = None
 
     def get(self, key: SeriesKey) -> SeriesHistory:
         """The series' history (empty when it has none yet); ``HistoryUnreadable`` when it did not parse."""
@@ -205,13 +239,16 @@ class GateHistory:
         return self.series.get(key, SeriesHistory())
 
     def to_xcom(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "format": HISTORY_FORMAT,
             "series": [
                 {"metric": metric, "transaction": label, **history.to_xcom()}
                 for (label, metric), history in self.series.items()
             ],
         }
+        if self.night is not None:
+            data["night"] = self.night.to_xcom()
+        return data
 
     @classmethod
     def from_xcom(cls, data: object) -> GateHistory:
@@ -237,7 +274,15 @@ class GateHistory:
                 series[key] = SeriesHistory.from_xcom(entry)
             except HistoryUnreadable as exc:
                 broken[key] = f"its history in XCom does not parse: {exc}"
-        return cls(series, broken)
+        night = None
+        if data.get("night") is not None:
+            try:
+                night = SeriesHistory.from_xcom(data["night"])
+            except HistoryUnreadable as exc:
+                return cls(
+                    error=f"the night effect's history in XCom ({HISTORY_XCOM_KEY}) does not parse: {exc}"
+                )
+        return cls(series, broken, night=night)
 
 
 # --- accepting a change ---------------------------------------------------------------------------
@@ -406,6 +451,91 @@ def _pct_worse(direction_sign: int, value: float, reference: float) -> float:
     return worse / abs(reference) * 100
 
 
+@dataclass(frozen=True)
+class Quantiles:
+    """The one-sided Gaussian quantiles a series is judged at tonight: the one-night test, the
+    persistence test and a suspicion (each widened to Student's t for the history's length). One
+    series alone is judged at the settings' own; a gate of many at higher ones (``family.py``)."""
+
+    fail_z: float
+    persist_z: float
+    suspect_z: float
+
+    @classmethod
+    def of(cls, settings: HistorySettings) -> Quantiles:
+        return cls(settings.fail_z, settings.persist_z, settings.suspect_z)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the tests said of tonight (``decide``): the status, over which nights it failed, the
+    recent nights that became part of a regression, and the status tonight keeps among the recent
+    nights (a one-night failure is kept apart: it carries no later night over the line)."""
+
+    status: str
+    over: str | None = None
+    marked: frozenset[int] = frozenset()
+    kept_as: str = NOISE
+
+
+def decide(
+    tonight: float,
+    recent: Sequence[tuple[float | None, str]],
+    *,
+    noise: float,
+    n: int,
+    quantiles: Quantiles,
+    persist_nights: int,
+    change_pct: Callable[[float], float],
+    max_regression_pct: float,
+) -> Decision:
+    """The tests of one series on one night, from deviations: how much worse than the centre tonight
+    and each recent night was (in any unit, ``noise`` being one noise standard deviation in it; None
+    for a recent night with no deviation known), ``n`` the nights the noise was measured on and
+    ``change_pct`` what a mean deviation means in percent (checked against ``max_regression_pct``).
+
+    The same rules whatever is deviating: a series' value from its history's centre (one series), or
+    its movement beyond the night effect from its usual (a series among many, ``family.py``)."""
+
+    def beyond(deviations: Sequence[float], z: float) -> bool:
+        """Are these nights (ending tonight) together worse than the bound and the noise at z?"""
+        if min(deviations) <= (PERSIST_FLOOR_Z * noise if len(deviations) > 1 else 0):
+            return False
+        mean = math.fsum(deviations) / len(deviations)
+        if change_pct(mean) <= max_regression_pct:
+            return False
+        return mean > threshold_factor(z, n, len(deviations)) * noise
+
+    # The recent nights since the last one that failed on its own (an outlier cannot carry a later
+    # ordinary night over the line), of which the persistence test takes the last persist_nights - 1.
+    run: list[float] = []
+    for deviation, status in reversed(recent):
+        if status == _ONE_NIGHT or deviation is None or len(run) >= persist_nights - 1:
+            break
+        run.insert(0, deviation)
+    single = beyond([tonight], quantiles.fail_z)
+    # One test of the mean of persist_nights nights: tests of shorter runs too (tried) add as many
+    # false alarms as they catch steps.
+    persistent = (
+        persist_nights > 1 and len(run) == persist_nights - 1 and beyond([*run, tonight], quantiles.persist_z)
+    )
+    continuing = bool(recent) and recent[-1][1] == REGRESSION
+    if single or persistent or (continuing and beyond([tonight], quantiles.suspect_z)):
+        marked: frozenset[int] = frozenset()
+        if single:
+            over = "the last night"
+        elif persistent:
+            over = f"the last {persist_nights} nights together"
+            marked = frozenset(len(recent) - i for i in range(1, persist_nights))
+        else:
+            over = "the last night, continuing the regression of the night before,"
+        kept = _ONE_NIGHT if single and not persistent and not continuing else REGRESSION
+        return Decision(REGRESSION, over, marked, kept)
+    if beyond([tonight], quantiles.suspect_z):
+        return Decision(SUSPECTED, kept_as=SUSPECTED)
+    return Decision(NOISE)
+
+
 def judge_night(
     value: float,
     history: SeriesHistory,
@@ -414,6 +544,7 @@ def judge_night(
     max_regression_pct: float,
     settings: HistorySettings,
     accepted: bool = False,
+    quantiles: Quantiles | None = None,
 ) -> tuple[NightJudgement, SeriesHistory]:
     """Judge one night of one series and return the history for the next night.
 
@@ -421,113 +552,113 @@ def judge_night(
     judges a metric for the whole run or for one transaction. On the metric's own scale: a step is
     measured in it, and a log scale (tried) compresses the worse side of response times: measured, it
     caught a 4 sd step on its first night 71 % of the time at a CV of 20 %, rather than 92 %.
+    ``quantiles``: where a series is judged among others without a night effect to take out (a gate of
+    a few series), the higher quantiles its share of the gate's budget gives (``family.py``).
     """
     sign = 1 if worse_higher else -1
     n = len(history.values)
     if accepted:
-        return (
-            NightJudgement(
-                PASS,
-                history_n=n,
-                note="change accepted as the new normal: the history restarts from this night",
-            ),
-            SeriesHistory((value,)),
-        )
+        return accept(value, n)
     if n < settings.min_history:
         return _judge_previous(value, history, sign, max_regression_pct, settings)
 
     fit = estimate(history.values)
     centre, noise = fit.centre, fit.sd
-    band = threshold_factor(settings.fail_z, fit.n) * noise
-    judged: dict[str, Any] = dict(
+    quantiles = quantiles or Quantiles.of(settings)
+    band = threshold_factor(quantiles.fail_z, fit.n) * noise
+    decision = decide(
+        sign * (value - centre),
+        [(sign * (v - centre), s) for v, s in history.recent],
+        noise=noise,
+        n=fit.n,
+        quantiles=quantiles,
+        persist_nights=settings.persist_nights,
+        change_pct=lambda mean: _pct_worse(sign, centre + sign * mean, centre),
+        max_regression_pct=max_regression_pct,
+    )
+    judgement = NightJudgement(
+        decision.status,
         centre=centre,
         noise=noise,
         band_low=centre - band,
         band_high=centre + band,
         history_n=n,
         baseline=centre,
+        reason=regression_reason(decision, centre, max_regression_pct),
+        note=suspicion_note(decision, _pct_worse(sign, value, centre), centre),
     )
+    return judgement, admit(history, value, decision, settings)
 
-    def beyond(nights: Sequence[float], z: float) -> bool:
-        """Are these nights (ending tonight) together worse than the bound and the noise at z?"""
-        deviations = [sign * (v - centre) for v in nights]
-        if min(deviations) <= (PERSIST_FLOOR_Z * noise if len(nights) > 1 else 0):
-            return False
-        mean = math.fsum(deviations) / len(deviations)
-        if _pct_worse(sign, centre + sign * mean, centre) <= max_regression_pct:
-            return False
-        return mean > threshold_factor(z, fit.n, len(nights)) * noise
 
-    # The recent nights since the last one that failed on its own (an outlier cannot carry a later
-    # ordinary night over the line), of which the persistence test takes the last persist_nights - 1.
-    run: list[float] = []
-    for recent_value, recent_status in reversed(history.recent):
-        if recent_status == _ONE_NIGHT or len(run) >= settings.persist_nights - 1:
-            break
-        run.insert(0, recent_value)
-    single = beyond([value], settings.fail_z)
-    # One test of the mean of persist_nights nights: tests of shorter runs too (tried) add as many
-    # false alarms as they catch steps.
-    persistent = (
-        settings.persist_nights > 1
-        and len(run) == settings.persist_nights - 1
-        and beyond([*run, value], settings.persist_z)
-    )
-    continuing = bool(history.recent) and history.recent[-1][1] == REGRESSION
-    pct = _pct_worse(sign, value, centre)
-    marked: set[int] = set()
-    reason: str | None = None
-    if single or persistent or (continuing and beyond([value], settings.suspect_z)):
-        if single:
-            over = "the last night"
-        elif persistent:
-            over = f"the last {settings.persist_nights} nights together"
-            marked = {len(history.recent) - i for i in range(1, settings.persist_nights)}
-        else:
-            over = "the last night, continuing the regression of the night before,"
-        reason = (
-            f"{over} worse than the history's centre {_fmt(centre)} by more than "
-            f"{_fmt(max_regression_pct)} % and than its noise explains"
-        )
-        status = REGRESSION
-    elif beyond([value], settings.suspect_z):
-        status = SUSPECTED
-    else:
-        status = NOISE
-    note = None
-    if status == SUSPECTED:
-        note = (
-            f"suspected: {_fmt(pct)} % worse than the history's centre {_fmt(centre)}, beyond the "
-            "noise on one night but not enough to fail; a regression if the next nights confirm it "
-            "(kept out of the history meanwhile)"
-        )
-    tonight = _ONE_NIGHT if single and not persistent and not continuing else status
+def accept(value: float, n: int) -> tuple[NightJudgement, SeriesHistory]:
+    """A change a person accepted: passes, and the history restarts from tonight's value."""
     return (
-        NightJudgement(status, reason=reason, note=note, **judged),
-        _admit(history, value, tonight, marked, settings),
+        NightJudgement(
+            PASS, history_n=n, note="change accepted as the new normal: the history restarts from this night"
+        ),
+        SeriesHistory((value,)),
     )
 
 
-def _admit(
-    history: SeriesHistory, value: float, status: str, marked: set[int], settings: HistorySettings
+def regression_reason(decision: Decision, centre: float, max_regression_pct: float) -> str | None:
+    """Why a regression failed, for the row's ``reason``."""
+    if decision.status != REGRESSION:
+        return None
+    return (
+        f"{decision.over} worse than the history's centre {_fmt(centre)} by more than "
+        f"{_fmt(max_regression_pct)} % and than its noise explains"
+    )
+
+
+def suspicion_note(decision: Decision, pct: float, centre: float) -> str | None:
+    """What the log says of a suspected night."""
+    if decision.status != SUSPECTED:
+        return None
+    return (
+        f"suspected: {_fmt(pct)} % worse than the history's centre {_fmt(centre)}, beyond the "
+        "noise on one night but not enough to fail; a regression if the next nights confirm it "
+        "(kept out of the history meanwhile)"
+    )
+
+
+def admit(
+    history: SeriesHistory,
+    value: float,
+    decision: Decision,
+    settings: HistorySettings,
+    residual: float | None = None,
 ) -> SeriesHistory:
     """Tonight joins the recent nights (the ``marked`` ones became part of a regression); the oldest
     recent night leaves them and joins the history if it was noise, a suspicion the nights after it
-    did not turn into a regression, or a one-night failure that the nights after it cleared.
+    did not turn into a regression, or a one-night failure that the nights after it cleared. Its
+    residual (``family.py``), if it had one, joins the residuals with it.
 
     Why the last two join: they were the noise's own tails. Keeping every night beyond the band out
     cuts the history's upper tail, biases its noise low and raises the false alarms (measured: 1.3
     rather than 1.0 per 100 nights on Gaussian noise, 3.7 rather than 2.9 on t(3) noise); a change
     that persists still never joins."""
+    marked = decision.marked
     recent = [(v, REGRESSION if i in marked else s) for i, (v, s) in enumerate(history.recent)]
-    recent.append((value, status))
+    recent.append((value, decision.kept_as))
+    residuals_of = [history.recent_residual(i) for i in range(len(history.recent))]
+    residuals_of.append(residual)
     values = list(history.values)
+    residuals = list(history.residuals)
     while len(recent) > settings.persist_nights - 1:
         old_value, old_status = recent.pop(0)
+        old_residual = residuals_of.pop(0)
         cleared = all(s == NOISE for _, s in recent)
         if old_status in (NOISE, SUSPECTED) or (old_status == _ONE_NIGHT and cleared):
             values.append(old_value)
-    return SeriesHistory(tuple(values[-settings.window :]), tuple(recent))
+            if old_residual is not None:
+                residuals.append(old_residual)
+    keep_residuals = any(r is not None for r in residuals_of)
+    return SeriesHistory(
+        tuple(values[-settings.window :]),
+        tuple(recent),
+        tuple(residuals[-settings.window :]),
+        tuple(residuals_of) if keep_residuals else (),
+    )
 
 
 def _judge_previous(
