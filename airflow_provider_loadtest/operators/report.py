@@ -148,6 +148,12 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         self.check_interval = check_interval
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_loadtest.lifecycle.support import refusing_what_cannot_succeed
+
+        with refusing_what_cannot_succeed():
+            return self._print_and_save()
+
+    def _print_and_save(self) -> dict[str, Any]:
         from airflow_provider_loadtest.hooks.artifacts import storage_path
 
         report_id, bench_result_id = self._report_and_run()
@@ -185,15 +191,17 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
         """Resume after the print task finished in the triggerer: download the PDF and save it."""
         from airflow_provider_loadtest.decisions.report_pdf import download_pdf
         from airflow_provider_loadtest.hooks.artifacts import storage_path
+        from airflow_provider_loadtest.lifecycle.support import refusing_what_cannot_succeed
         from airflow_provider_loadtest.triggers.common import raise_for_event
 
         report_id, bench_result_id = str(event["report_id"]), str(event["bench_result_id"])
         if event.get("status") != "done":
             raise_for_event(event, f"Printing report {report_id} to PDF")
-        pdf = self.hook.drive(
-            download_pdf(bench_result_id, event["filename"], secret=self.hook.settings.api_key), self.log
-        )
-        return self._save(storage_path(self.destination), pdf, report_id, bench_result_id)
+        with refusing_what_cannot_succeed():
+            pdf = self.hook.drive(
+                download_pdf(bench_result_id, event["filename"], secret=self.hook.settings.api_key), self.log
+            )
+            return self._save(storage_path(self.destination), pdf, report_id, bench_result_id)
 
     def _save(
         self, destination: ObjectStoragePath, pdf: bytes, report_id: str, bench_result_id: str
@@ -274,6 +282,12 @@ class DownloadRunFilesOperator(LoadTestHookMixin, BaseOperator):
         return select_run_files(names, self.include, include_agent_logs=self.include_agent_logs)
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from airflow_provider_loadtest.lifecycle.support import refusing_what_cannot_succeed
+
+        with refusing_what_cannot_succeed():
+            return self._fetch_and_save()
+
+    def _fetch_and_save(self) -> list[dict[str, Any]]:
         from airflow_provider_loadtest.hooks.artifacts import storage_path, write_atomically
 
         _, bench_result_id = run_ids(

@@ -211,6 +211,10 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
 
     def poke(self, context: Context) -> PokeReturnValue:
         """One look at the run: not done while it goes; once it ended, its verdict (or its failure)."""
+        with refusing_what_cannot_succeed():  # a key refused at any look fails at once, as at the first
+            return self._look(context)
+
+    def _look(self, context: Context) -> PokeReturnValue:
         from dataclasses import replace
 
         from airflow_provider_loadtest.decisions.watch import poll_run

@@ -28,8 +28,8 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
     Returns (XCom ``return_value``) the template's id, a string. Takes every ``BaseSensorOperator``
     argument too: ``poke_interval`` (default 60 s; also the triggerer's interval), ``timeout`` (default
     7 days; a deferred wait then ends with ``AirflowSensorTimeout``, or a skip with ``soft_fail``),
-    ``mode`` (ignored when deferrable). A bad key or an ambiguous name fail without retries; a service
-    outage fails with retries.
+    ``mode`` (ignored when deferrable). A refused key, an unknown workspace or an ambiguous name fail
+    the task at once (no retries, deferred or not); a service outage fails with retries.
 
     :param workspace_id: the workspace whose templates to watch.
     :param template_name: the template's name (give this or ``template_id``).
@@ -113,6 +113,14 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
         raise_for_event(event, "Waiting for the report template")
 
     def poke(self, context: Context) -> PokeReturnValue:
+        """One look at the workspace's templates. What no look can change (a refused key, an unknown
+        workspace, a bad id, an ambiguous name) fails the task at once, as in every task of the package."""
+        from airflow_provider_loadtest.lifecycle.support import refusing_what_cannot_succeed
+
+        with refusing_what_cannot_succeed():
+            return self._look()
+
+    def _look(self) -> PokeReturnValue:
         from airflow_provider_loadtest.api.validation import validate_path_id
         from airflow_provider_loadtest.decisions.templates import choose_template, describe_missing
 

@@ -280,7 +280,7 @@ def test_report_bad_export_config_fails_before_deferring(loadtest_conn: str, tmp
         export_config={"pagefmt": "A4"},
         deferrable=True,
     )
-    with pytest.raises(ValueError, match="unknown settings"):
+    with pytest.raises(AirflowFailException, match="unknown settings"):  # bad input: never retried
         operator.execute({})  # type: ignore[arg-type]
 
 

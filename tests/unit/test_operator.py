@@ -164,6 +164,8 @@ def test_api_failure_propagates_with_details(loadtest_conn: str, requests_mock: 
 def test_templated_fields() -> None:
     assert set(RunScenarioOperator.template_fields) == {
         "scenario_id",
+        "scenario_name",
+        "project_id",
         "template_id",
         "template_name",
         "workspace_id",

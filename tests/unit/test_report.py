@@ -346,7 +346,7 @@ def test_missing_ids_fail_before_any_call(
     loadtest_conn: str, requests_mock: rm.Mocker, tmp_path: Path
 ) -> None:
     op = DownloadRunFilesOperator(task_id="files", run={"report_id": "rep-1"}, destination=str(tmp_path))
-    with pytest.raises(ValueError, match="missing bench_result_id: pass run="):
+    with pytest.raises(AirflowFailException, match="missing bench_result_id: pass run="):  # never retried
         op.execute(_context())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="missing report_id and bench_result_id"):
         run_ids(None, report_id=None, bench_result_id=None, need_report=True)

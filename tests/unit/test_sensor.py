@@ -4,6 +4,7 @@ import pytest
 import requests_mock as rm
 
 from airflow_provider_loadtest.api.errors import AmbiguousTemplateError
+from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.sensors.template import TemplateSensor
 from tests.unit.test_hook import TEMPLATES, TEMPLATES_URL
 
@@ -29,8 +30,9 @@ def test_poke_case_insensitive_and_ambiguous(loadtest_conn: str, requests_mock: 
     assert (
         TemplateSensor(task_id="s", workspace_id="ws-1", template_name="SMOKE").poke({}).xcom_value == "t-3"
     )  # type: ignore[arg-type]
-    with pytest.raises(AmbiguousTemplateError):
+    with pytest.raises(AirflowFailException) as caught:  # fails at once: no retry can choose for you
         TemplateSensor(task_id="s", workspace_id="ws-1", template_name="dup").poke({})  # type: ignore[arg-type]
+    assert isinstance(caught.value.__cause__, AmbiguousTemplateError)
 
 
 def test_arguments_are_checked() -> None:
@@ -45,6 +47,6 @@ def test_arguments_are_checked() -> None:
 def test_rendered_bad_workspace_fails_before_http(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
     sensor = TemplateSensor(task_id="s", workspace_id="{{ w }}", template_name="a")
     sensor.workspace_id = "../x"
-    with pytest.raises(ValueError, match="workspace_id"):
+    with pytest.raises(AirflowFailException, match="workspace_id"):  # bad input: never retried
         sensor.poke({})  # type: ignore[arg-type]
     assert requests_mock.call_count == 0
