@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_loadtest.decisions.samples import figures as jtl_figures
-from airflow_provider_loadtest.decisions.samples import jtl
 from airflow_provider_loadtest.decisions.jtl import JtlError, JtlReader, jtl_files, read_jtl
 from airflow_provider_loadtest.decisions.jtl_figures import (
     PERCENTILE_RELATIVE_ERROR,
@@ -31,6 +29,8 @@ from airflow_provider_loadtest.decisions.jtl_figures import (
     bucket_middle,
     columns_for,
 )
+from airflow_provider_loadtest.decisions.samples import figures as jtl_figures
+from airflow_provider_loadtest.decisions.samples import jtl
 
 HEADER = [
     "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType",
@@ -421,8 +421,13 @@ def test_a_bad_value_in_a_column_counted_as_text_is_named() -> None:
 
 
 def test_an_unclosed_quote_is_malformed_not_a_hang() -> None:
-    text = jtl_text(samples(5, labels=["a"])) + f'{START_MS},5,"a,200,OK\r\n'
+    """An unclosed quote followed by more lines than a cut sample spans is a malformed file (an
+    unclosed quote within a few lines of the end is a cut sample: ``test_jmeter_files``)."""
+    tail = "".join(f"{START_MS},5,a,200,OK\r\n" for _ in range(jtl.MAX_CUT_LINES + 1))
+    text = jtl_text(samples(5, labels=["a"])) + f'{START_MS},5,"a,200,OK\r\n' + tail
     assert "malformed CSV" in _refused(text)
+    in_the_middle = jtl_text(samples(5, labels=["a"])) + f'{START_MS},5,"a"b,200,OK\r\n' + tail
+    assert "malformed CSV (',' expected after '\"')" in _refused(in_the_middle)
 
 
 def test_broken_gzip_streams_are_refused() -> None:

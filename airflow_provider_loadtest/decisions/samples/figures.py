@@ -20,9 +20,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import mul
 from typing import Any
+
+from airflow_provider_loadtest.decisions.samples.failures import RunFailures
 
 __all__ = [
     "EXACT_VALUES",
@@ -242,11 +244,13 @@ class Times(Moments):
 class LabelFigures:
     """What one file (or the whole run) holds about one label so far."""
 
-    __slots__ = ("bytes", "connect", "elapsed", "errors", "hits", "latency", "sent_bytes")
+    __slots__ = ("bytes", "connect", "controller_rows", "elapsed", "errors", "hits", "latency", "sent_bytes")
 
     def __init__(self) -> None:
         self.hits = 0
         self.errors = 0
+        #: Rows that are a Transaction Controller's own (counted in ``hits``; no latency, no connect time).
+        self.controller_rows = 0
         self.elapsed = Times("elapsed")
         self.latency = Moments("Latency")
         self.connect = Moments("Connect")
@@ -262,6 +266,7 @@ class LabelFigures:
     def merge(self, other: LabelFigures) -> None:
         self.hits += other.hits
         self.errors += other.errors
+        self.controller_rows += other.controller_rows
         self.elapsed.merge(other.elapsed)
         self.latency.merge(other.latency)
         self.connect.merge(other.connect)
@@ -269,17 +274,20 @@ class LabelFigures:
         self.bytes += other.bytes
 
     def stats(self, label: str, columns: frozenset[str], span_s: float | None) -> TransactionStats:
-        """The label's figures, for the optional ``columns`` every file had."""
+        """The label's figures, for the optional ``columns`` every file had. A label whose rows are all
+        a Transaction Controller's has no latency and no connect time (its rows' are no such times)."""
+        timed = self.controller_rows < self.hits
         return TransactionStats(
             label=label,
             hits=self.hits,
             errors=self.errors,
             elapsed=self.elapsed.distribution(),
-            latency=self.latency.distribution() if "Latency" in columns else None,
-            connect=self.connect.distribution() if "Connect" in columns else None,
+            latency=self.latency.distribution() if "Latency" in columns and timed else None,
+            connect=self.connect.distribution() if "Connect" in columns and timed else None,
             sent_bytes=self.sent_bytes.distribution() if "sentBytes" in columns else None,
             bytes_total=self.bytes if "bytes" in columns else None,
             span_s=span_s if "timeStamp" in columns else None,
+            controller_rows=self.controller_rows,
         )
 
 
@@ -423,6 +431,8 @@ class TransactionStats:
     sent_bytes: Distribution | None = None
     bytes_total: int | None = None
     span_s: float | None = None
+    #: Of ``hits``, the rows that are a Transaction Controller's own ("Number of samples in transaction").
+    controller_rows: int = 0
 
     def _rate(self, total: float | None) -> float | None:
         return total / self.span_s if total is not None and self.span_s else None
@@ -468,12 +478,16 @@ class TransactionStats:
 
 @dataclass(frozen=True)
 class JtlSummary:
-    """What a run's JTL files say: the files read, the run's span and each label's figures."""
+    """What a run's JTL files say: the files read, the run's span, each label's figures, why samples
+    failed (``failures``) and what the reader left out or noticed (``notes``: a file cut inside its
+    last sample), to be said beside the verdict."""
 
     files: tuple[str, ...]
     transactions: Mapping[str, TransactionStats]
     first_ms: int | None = None
     last_ms: int | None = None
+    failures: RunFailures = field(default_factory=RunFailures)
+    notes: tuple[str, ...] = ()
 
     @property
     def span_s(self) -> float | None:
@@ -488,7 +502,14 @@ class JtlSummary:
 
     @property
     def samples(self) -> int:
-        return sum(stats.hits for stats in self.transactions.values())
+        """The samplers' samples: Transaction Controller rows left out (their children are samples, or
+        with "Generate parent sample" they stand for several)."""
+        return sum(stats.hits - stats.controller_rows for stats in self.transactions.values())
+
+    @property
+    def controller_rows(self) -> int:
+        """Rows that are a Transaction Controller's own."""
+        return sum(stats.controller_rows for stats in self.transactions.values())
 
     def slowest(self, count: int = 5) -> list[TransactionStats]:
         """The ``count`` transactions with the highest p95 response time (then the most hits)."""

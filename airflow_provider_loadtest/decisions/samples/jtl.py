@@ -11,6 +11,23 @@ is retried, which restart the file), so a download can stream straight into it. 
 standard ``csv`` module (quoting, embedded delimiters and line breaks), gzip by ``zlib`` in bounded
 steps. A file that is not a CSV JTL, lacks a needed column or holds a malformed row is refused with a
 ``JtlError`` naming the file, the line and what is wrong.
+
+Files as a real JMeter writes them (``tests/unit/fixtures/jmeter``):
+
+- JMeter ends every sample with a line break, so a file whose last record has none (or ends inside a
+  quoted field) was cut: its load generator died, or its disk filled, while writing it. That incomplete
+  sample is left out and said in ``JtlSummary.notes``, never read with a cut value (``Latency`` 82 read
+  as 8) and never a reason to refuse the run's other samples: one dead generator of several still
+  leaves a run whose figures describe the load it applied, and the note says which file lost a sample.
+- Text is decoded strictly, as UTF-8 (JMeter's default ``_file_encoding``) unless the reader is told
+  another encoding: bytes that are not UTF-8 refuse the file naming its encoding, because replacing them
+  would merge different labels (``Café`` and ``Cafè`` written in Latin-1 both read as ``Caf\ufffd``), and
+  guessing an encoding could name labels wrong where a gate names them.
+- A Transaction Controller's own row (``responseMessage`` "Number of samples in transaction : N, number
+  of failing samples : M", empty ``dataType``) counts for its label's hits, errors, times and bytes, but
+  its ``Latency`` and ``Connect`` (0 with "Generate parent sample", the children's sum without) are no
+  latency: a label of such rows has no latency figures, and ``JtlSummary.samples`` leaves them out.
+- Failed samples' messages and codes are counted in the same pass (``samples.failures``).
 """
 
 from __future__ import annotations
@@ -18,12 +35,14 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import add, itemgetter
 from typing import Any
 
+from airflow_provider_loadtest.decisions.samples.failures import FailureCounts
 from airflow_provider_loadtest.decisions.samples.figures import (
     BadValue,
     JtlSummary,
@@ -46,6 +65,11 @@ __all__ = [
 REQUIRED_COLUMNS: tuple[str, ...] = ("label", "elapsed", "success")
 #: Columns read when present and needed (their metrics have no value without them).
 OPTIONAL_COLUMNS: tuple[str, ...] = ("timeStamp", "bytes", "sentBytes", "Latency", "Connect")
+#: Columns read when present, whatever the metrics: why samples failed, and Transaction Controller rows.
+FAILURE_COLUMNS: tuple[str, ...] = ("responseCode", "responseMessage", "failureMessage", "dataType")
+#: How a Transaction Controller's own row's ``responseMessage`` starts (JMeter's ``TransactionController``).
+CONTROLLER_MESSAGE = "Number of samples in transaction : "
+_CONTROLLER_ROW = re.compile(r"Number of samples in transaction : \d+, number of failing samples : \d+\Z")
 #: Every column name JMeter's CSV writer uses: to recognise a header, and its delimiter.
 JMETER_COLUMNS = frozenset(
     {
@@ -70,7 +94,12 @@ MAX_DECOMPRESSED_BYTES = 16 * 2**30
 #: More distinct labels than this is a test plan naming samples after dynamic values (ids in URLs):
 #: figures per transaction would mean little, and memory grows with labels.
 MAX_LABELS = 10_000
+#: An unclosed quoted field at the end of a file is a sample cut while it was written when it spans at
+#: most this many lines (a multi-line assertion message); longer, it is a malformed file.
+MAX_CUT_LINES = 100
 _GZIP_MAGIC = b"\x1f\x8b"
+_BLANK_LINES = re.compile(r"(?:[ \t]*(?:\r\n|\n|\r))+")
+_LINE_BREAKS = re.compile(r"\r\n|\n|\r")
 
 
 class JtlError(ValueError):
@@ -132,7 +161,7 @@ class JtlFile:
         self._head = b""  # bytes held until gzip or not can be told, and between gzip members
         self._inflater: Any = None
         self._inflated = 0
-        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._decoder = codecs.getincrementaldecoder(self.reader.encoding)(errors="strict")
         self._text: list[str] = []  # decoded text not parsed yet
         self._text_chars = 0
         self._carry = ""  # complete lines whose last record goes on in the next batch
@@ -144,6 +173,9 @@ class JtlFile:
         self.labels: dict[str, LabelFigures] = {}
         self.first_ms: int | None = None
         self.last_ms: int | None = None
+        self.failures = FailureCounts()
+        self.notes: list[str] = []
+        self._decoded_bytes = 0
         self._closed = False
 
     @property
@@ -203,7 +235,11 @@ class JtlFile:
                     f"{self.name} expands past {MAX_DECOMPRESSED_BYTES // 2**30} GiB once decompressed: "
                     "not read further (a compression bomb, or no JTL)"
                 )
-        text = self._decoder.decode(raw)
+        try:
+            text = self._decoder.decode(raw)
+        except UnicodeDecodeError as exc:
+            raise self._not_decoded(raw, exc) from None
+        self._decoded_bytes += len(raw)
         for start in range(0, len(text), _BATCH_CHARS):  # a large chunk is parsed in several batches
             piece = text[start : start + _BATCH_CHARS] if len(text) > _BATCH_CHARS else text
             self._text.append(piece)
@@ -220,7 +256,10 @@ class JtlFile:
             self._decoded(self._head)
         if self._gzip and (self._inflater is not None or self._head.strip(b"\0")):
             raise JtlError(f"{self.name} ends before the end of its gzip stream (a truncated download?)")
-        tail = self._decoder.decode(b"", final=True)
+        try:
+            tail = self._decoder.decode(b"", final=True)
+        except UnicodeDecodeError:  # the file ends inside a character: its last sample is cut (below)
+            tail = ""
         if tail:
             self._text.append(tail)
         self._drain(final=True)
@@ -277,11 +316,21 @@ class JtlFile:
         text, self._carry = self._carry + text, ""
         columns = self._columns
         if columns is None:
+            blank = _BLANK_LINES.match(text)
+            if blank:  # blank lines before the header: skipped, and counted
+                self._line += len(_LINE_BREAKS.findall(blank.group()))
+                text = text[blank.end() :]
             if not text.strip():  # nothing yet, or an empty file
-                self._line += text.count("\n")
+                return
+            if final and not _LINE_BREAKS.search(text) and not text.lstrip().startswith("<"):
+                self._note(
+                    f"{self.name} ends inside its header line (line {self._line + 1}, no line break): "
+                    "its load generator stopped before writing a sample; read as no sample"
+                )
                 return
             columns = self._columns = self._header(text)
-        rows = self._records(columns, text, final=final)
+        cut = final and not text.endswith(("\n", "\r"))
+        rows = self._records(columns, text, final=final, cut=cut)
         if rows:
             self._aggregate(columns, rows)
 
@@ -311,8 +360,9 @@ class JtlFile:
         if known == 0:
             if names and names[0].lstrip("-").isdigit():
                 raise JtlError(
-                    f"{self.name} has no header line, so its columns cannot be told apart (JMeter "
-                    "writes one with jmeter.save.saveservice.print_field_names=true, the default)"
+                    f"{self.name} has no header line, so its columns cannot be told apart: JMeter writes "
+                    "one with jmeter.save.saveservice.print_field_names=true (whether that is the default "
+                    "depends on the JMeter version: 2.13 writes none unless it is set)"
                 )
             raise JtlError(f"{self.name} is not a JMeter CSV results file (first line: {line[:120]!r})")
         missing = [name for name in REQUIRED_COLUMNS if name not in names]
@@ -322,21 +372,28 @@ class JtlFile:
                 "JMeter writes them unless jmeter.save.saveservice.label/time/successful are false"
             )
         columns = _Columns(names, delimiter)
-        wanted = REQUIRED_COLUMNS + tuple(c for c in OPTIONAL_COLUMNS if c in self.reader.columns)
+        wanted = (
+            REQUIRED_COLUMNS
+            + tuple(c for c in OPTIONAL_COLUMNS if c in self.reader.columns)
+            + FAILURE_COLUMNS
+        )
         for name in wanted:
             if name in names:
                 columns.index[name] = names.index(name)
         return columns
 
-    def _records(self, columns: _Columns, text: str, *, final: bool) -> list[list[str]]:
+    def _records(self, columns: _Columns, text: str, *, final: bool, cut: bool) -> list[list[str]]:
         """The CSV records of ``text`` (complete lines); a record that goes on past its end is kept
-        for the next batch (a quoted field holding line breaks)."""
+        for the next batch (a quoted field holding line breaks). ``cut``: the file ends without a line
+        break, so its last record is incomplete."""
         before = self._line
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=columns.delimiter, strict=True)
         try:
+            if cut:
+                raise csv.Error("the last record is cut")  # read record by record, to find where it starts
             rows = list(reader)
         except csv.Error:
-            rows = self._records_to_error(columns, text, final=final)
+            rows = self._records_slowly(columns, text, final=final, cut=cut)
         else:
             self._line += reader.line_num
         skipped = 0
@@ -345,25 +402,48 @@ class JtlFile:
         self._batch = (text, before, skipped)
         return rows
 
-    def _records_to_error(self, columns: _Columns, text: str, *, final: bool) -> list[list[str]]:
+    def _records_slowly(self, columns: _Columns, text: str, *, final: bool, cut: bool) -> list[list[str]]:
         """Records one by one, up to the one ``csv`` refuses: at the end of the text it may go on in
-        the next batch; anywhere else (or at the end of the file) it is malformed."""
+        the next batch, or at the end of the file be a sample cut while it was written (left out);
+        anywhere else it is malformed. With ``cut``, the last record is left out."""
         lines = io.StringIO(text, newline="").readlines()
         reader = csv.reader(iter(lines), delimiter=columns.delimiter, strict=True)
         rows: list[list[str]] = []
-        done = 0
+        done = start = 0
         try:
             for row in reader:
                 rows.append(row)
-                done = reader.line_num
+                start, done = done, reader.line_num
         except csv.Error as exc:
-            if final or reader.line_num < len(lines):
+            at_end = reader.line_num >= len(lines)
+            unclosed = cut or "unexpected end of data" in str(exc)
+            if final and at_end and unclosed and len(lines) - done <= MAX_CUT_LINES:
+                self._left_out(done + 1, len(lines) - done)
+                self._line += len(lines)
+                return rows
+            if final or not at_end:
                 raise JtlError(f"{self.name} line {self._line + done + 1}: malformed CSV ({exc})") from None
             carry = "".join(lines[done:])
             self._check_record_size(len(carry))
             self._carry = carry
+        else:
+            if cut and rows:
+                rows.pop()
+                self._left_out(start + 1, done - start)
         self._line += done
         return rows
+
+    def _left_out(self, first: int, count: int) -> None:
+        """Say that the file's last record (from its line ``first`` of the batch, ``count`` lines) was
+        cut and left out."""
+        where = f"line {self._line + first}" + (f" (and {count - 1} more)" if count > 1 else "")
+        self._note(
+            f"{self.name} ends inside a sample ({where}, no line break after it: its load generator "
+            "stopped while writing it?): that incomplete sample was left out"
+        )
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
 
     # --- records to figures ---
 
@@ -385,17 +465,12 @@ class JtlFile:
         success, elapsed = itemgetter(columns.index["success"]), itemgetter(columns.index["elapsed"])
         latency, connect = columns.getter("Latency"), columns.getter("Connect")
         sent, received = columns.getter("sentBytes"), columns.getter("bytes")
+        # Transaction Controller rows are looked for only in a batch whose text holds their message.
+        controllers = CONTROLLER_MESSAGE in self._batch[0] and "responseMessage" in columns.index
         labels = self.labels
         try:
             for label, group in groups.items():
-                figures = labels.get(label)
-                if figures is None:
-                    if len(labels) >= MAX_LABELS:
-                        raise JtlError(
-                            f"{self.name} holds more than {MAX_LABELS} distinct labels: samples named "
-                            "after dynamic values (ids in URLs?) cannot be gated per transaction"
-                        )
-                    figures = labels[label] = LabelFigures()
+                figures = labels.get(label) or self._new_label(label)
                 outcomes = list(map(success, group))
                 failed = outcomes.count("false")
                 if failed + outcomes.count("true") != len(outcomes):
@@ -403,10 +478,14 @@ class JtlFile:
                 figures.hits += len(outcomes)
                 figures.errors += failed
                 figures.elapsed.add(map(elapsed, group))
-                if latency is not None:
-                    figures.latency.add(map(latency, group))
-                if connect is not None:
-                    figures.connect.add(map(connect, group))
+                flags = self._controller_flags(columns, group) if controllers else None
+                timed = group  # the rows whose Latency and Connect are a latency and a connect time
+                if flags is not None:
+                    timed = [row for row, flag in zip(group, flags, strict=True) if not flag]
+                    figures.controller_rows += len(group) - len(timed)
+                for getter, moments in ((latency, figures.latency), (connect, figures.connect)):
+                    if getter is not None:
+                        moments.add(map(getter, timed))
                 if sent is not None:
                     figures.sent_bytes.add(map(sent, group))
                 if received is not None:
@@ -414,12 +493,62 @@ class JtlFile:
                         figures.bytes += sum(map(int, map(received, group)))
                     except ValueError:
                         self._malformed(columns, rows, lambda row: is_whole(received(row)), "bytes")
+                if failed:
+                    self._failed(columns, label, group, success, flags)
         except BadValue as bad:
             raise self._bad_value(bad) from None
         self.samples += len(rows)
         stamp = columns.getter("timeStamp")
         if stamp is not None:
             self._span(columns, rows, stamp, elapsed)
+
+    def _new_label(self, label: str) -> LabelFigures:
+        if len(self.labels) >= MAX_LABELS:
+            raise JtlError(
+                f"{self.name} holds more than {MAX_LABELS} distinct labels: samples named "
+                "after dynamic values (ids in URLs?) cannot be gated per transaction"
+            )
+        figures = self.labels[label] = LabelFigures()
+        return figures
+
+    def _controller_flags(self, columns: _Columns, group: list[list[str]]) -> list[bool] | None:
+        """Which rows of a label's group are a Transaction Controller's own (None: none is)."""
+        message = itemgetter(columns.index["responseMessage"])
+        data_type = columns.getter("dataType")
+        flags = [
+            _CONTROLLER_ROW.match(message(row)) is not None and (data_type is None or not data_type(row))
+            for row in group
+        ]
+        return flags if any(flags) else None
+
+    def _failed(
+        self,
+        columns: _Columns,
+        label: str,
+        group: list[list[str]],
+        success: Callable[[Sequence[str]], str],
+        flags: list[bool] | None,
+    ) -> None:
+        """Count the failed samples of a label's group: their codes and messages (``failureMessage``,
+        else ``responseMessage``), Transaction Controller rows apart."""
+        code, failure = columns.getter("responseCode"), columns.getter("failureMessage")
+        response = columns.getter("responseMessage")
+        marks = flags if flags is not None else [False] * len(group)
+        for controller in (False, True) if flags is not None else (False,):
+            bad = [
+                row
+                for row, mark in zip(group, marks, strict=True)
+                if mark is controller and success(row) == "false"
+            ]
+            if not bad:
+                continue
+            codes = [code(row) for row in bad] if code is not None else [""] * len(bad)
+            messages = [
+                (failure(row) if failure is not None else "")
+                or (response(row) if response is not None else "")
+                for row in bad
+            ]
+            self.failures.add(label, codes, messages, controller=controller)
 
     def _span(
         self,
@@ -469,11 +598,31 @@ class JtlFile:
                 return before + reader.line_num
         return before + 1
 
+    def _not_decoded(self, raw: bytes, exc: UnicodeDecodeError) -> JtlError:
+        """The file is not in the reader's encoding: refused, naming where and how to read it."""
+        pending = "".join(self._text)
+        line = (
+            self._line + _count_lines(self._carry) + _count_lines(pending) + raw[: exc.start].count(b"\n") + 1
+        )
+        offset = self._decoded_bytes + exc.start
+        bad = raw[exc.start : exc.end].hex(" ")
+        return JtlError(
+            f"{self.name} line {line} (byte {offset}): bytes {bad} are not {self.reader.encoding} "
+            f"({exc.reason}). JMeter wrote this file in another encoding (saveservice.properties' "
+            "_file_encoding): its labels cannot be told apart without it (Café and Cafè would merge). "
+            "Set _file_encoding=UTF-8 for the next runs, or read the file with its encoding "
+            "(JtlReader(encoding='iso-8859-1'), say)"
+        )
+
     def _bad_value(self, bad: BadValue) -> JtlError:
         return JtlError(
             f"{self.name}: column {bad.column} holds {bad.text!r} (a whole number expected), "
             f"on a line up to {self._line}"
         )
+
+
+def _count_lines(text: str) -> int:
+    return len(_LINE_BREAKS.findall(text))
 
 
 class JtlReader:
@@ -483,9 +632,15 @@ class JtlReader:
     closed so far. ``metrics`` (metric ids) limits the optional columns read to those they need.
     """
 
-    def __init__(self, metrics: Iterable[str] | None = None) -> None:
+    def __init__(self, metrics: Iterable[str] | None = None, *, encoding: str = "utf-8") -> None:
         #: The optional columns read: those the wanted metric ids need (all by default).
         self.columns = frozenset(OPTIONAL_COLUMNS) if metrics is None else columns_for(metrics)
+        #: The files' text encoding: JMeter's ``_file_encoding`` (UTF-8 unless changed; a UTF-8 byte
+        #: order mark is skipped). Bytes not in it refuse the file.
+        codec = codecs.lookup(encoding)  # LookupError for an unknown one, before any file is read
+        self.encoding = "utf-8-sig" if codec.name == "utf-8" else codec.name
+        self._failures = FailureCounts()
+        self._notes: list[str] = []
         self._files: list[str] = []
         self._labels: dict[str, LabelFigures] = {}
         self._first_ms: int | None = None
@@ -497,6 +652,8 @@ class JtlReader:
 
     def _add(self, part: JtlFile) -> None:
         self._files.append(part.name)
+        self._failures.merge(part.failures)
+        self._notes += part.notes
         if part._columns is not None:
             self._found = part.columns if self._found is None else self._found & part.columns
         for label, figures in part.labels.items():
@@ -518,14 +675,18 @@ class JtlReader:
         transactions = {
             label: figures.stats(label, found, span) for label, figures in sorted(self._labels.items())
         }
-        return JtlSummary(tuple(self._files), transactions, first, last)
+        failures = self._failures.result({label: figures.errors for label, figures in self._labels.items()})
+        return JtlSummary(tuple(self._files), transactions, first, last, failures, tuple(self._notes))
 
 
 def read_jtl(
-    files: Iterable[tuple[str, Iterable[bytes]]], metrics: Iterable[str] | None = None
+    files: Iterable[tuple[str, Iterable[bytes]]],
+    metrics: Iterable[str] | None = None,
+    *,
+    encoding: str = "utf-8",
 ) -> JtlSummary:
     """Read ``(name, chunks)`` pairs (each file's bytes, chunked any way) into one summary."""
-    reader = JtlReader(metrics)
+    reader = JtlReader(metrics, encoding=encoding)
     for name, chunks in files:
         part = reader.file(name)
         for chunk in chunks:
