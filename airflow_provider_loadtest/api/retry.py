@@ -127,9 +127,9 @@ class RetryPolicy:
 
 def transport_failure_detail(failure: str, attempts: int, safe: bool, *, final: bool = False) -> str:
     """The error text for a call that got no HTTP answer, saying why it was not sent again."""
-    detail = f"{failure} after {attempts} attempt(s)"
+    detail = f"{failure} (after {attempts} attempts)" if attempts > 1 else failure
     if final:
-        detail += "; not tried again: no retry can change this"
+        detail += "; not retried: no retry can change this"
     elif not safe:
         detail += (
             "; the request may have reached the service, so it was not sent again "

@@ -32,6 +32,8 @@ from airflow_provider_loadtest.decisions.watch import Log, Sleep
 from airflow_provider_loadtest.hooks.bounded import BoundedAdapter, MalformedAnswer, Watchdog
 from airflow_provider_loadtest.hooks.settings import (
     ConnectionSettings,
+    causes,
+    could_not_connect,
     environment_verify,
     failure_at,
     settings_from_connection,
@@ -121,17 +123,7 @@ def environment_proxies(base_url: str) -> dict[str, str]:
 
 def cause_of(exc: BaseException, kind: type[BaseException] | UnionType) -> BaseException | None:
     """The first error of ``kind`` behind ``exc``, however deep requests and urllib3 wrapped it."""
-    seen: set[int] = set()
-    todo: list[object] = [exc]
-    while todo:
-        error = todo.pop()
-        if not isinstance(error, BaseException) or id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, kind):
-            return error
-        todo.extend([error.__cause__, error.__context__, getattr(error, "reason", None), *error.args])
-    return None
+    return next((error for error in causes(exc) if isinstance(error, kind)), None)
 
 
 def tls_failed(exc: BaseException) -> bool:
@@ -153,7 +145,7 @@ def describe_transport_failure(exc: requests.RequestException, url: str | None =
     if isinstance(exc, requests.ReadTimeout):
         return "the service did not answer in time (read timeout)"
     if connection_never_opened(exc):
-        return "could not connect (connection refused or host name not resolved)"
+        return could_not_connect(exc)
     malformed = cause_of(exc, MalformedAnswer)
     if malformed is not None:  # the words the triggerer's client uses for the same bytes
         return f"the answer is not valid HTTP ({malformed})"

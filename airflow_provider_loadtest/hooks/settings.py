@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -98,6 +100,46 @@ def environment_verify(verify: bool | str) -> bool | str:
     if verify is True:
         return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
     return verify
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every error behind it, however deep requests, urllib3 or aiohttp wrapped it
+    (``__cause__``, ``__context__``, a ``reason``, aiohttp's ``os_error``, the arguments)."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        error = todo.pop()
+        if not isinstance(error, BaseException) or id(error) in seen:
+            continue
+        seen.add(id(error))
+        yield error
+        todo.extend(
+            [
+                error.__cause__,
+                error.__context__,
+                getattr(error, "reason", None),
+                getattr(error, "os_error", None),
+                *error.args,
+            ]
+        )
+
+
+def could_not_connect(exc: BaseException, detail: str = "") -> str:
+    """Why no connection could be opened, in the words that say what to check: a host name that does
+    not resolve (a typo, DNS) is not a port where nothing listens (the service down, the wrong port).
+    ``detail`` (the client's own words) is added only when neither is recognised."""
+    chain = list(causes(exc))
+    if any(
+        isinstance(error, socket.gaierror) or type(error).__name__ == "ClientConnectorDNSError"
+        for error in chain
+    ):
+        return "could not connect: the host name was not resolved (check the host for a typo, and DNS)"
+    if any(isinstance(error, ConnectionRefusedError) for error in chain):
+        return (
+            "could not connect: connection refused (nothing listens on that port: check the port, "
+            "and that the service runs)"
+        )
+    return f"could not connect ({detail})" if detail else "could not connect"
 
 
 def failure_at(url: str, failure: str, *, tls_failed: bool = False) -> str:

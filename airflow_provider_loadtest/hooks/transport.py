@@ -36,7 +36,7 @@ from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.api.endpoints import ACCEPT_ENCODING, AnswerBody, ApiRequest, timed_out_detail
 from airflow_provider_loadtest.api.errors import trim_service_text
 from airflow_provider_loadtest.api.retry import NoAnswer
-from airflow_provider_loadtest.hooks.settings import environment_verify, failure_at
+from airflow_provider_loadtest.hooks.settings import could_not_connect, environment_verify, failure_at
 
 if TYPE_CHECKING:
     from airflow_provider_loadtest.hooks.settings import ConnectionSettings
@@ -99,7 +99,7 @@ def describe_failure(exc: BaseException, url: str, budget_s: float, secret: str 
         return NoAnswer(failure_at(url, f"could not connect to the proxy: {detail}"), never_opened=True)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return NoAnswer(
-            failure_at(url, f"could not connect (connection refused or host name not resolved): {detail}"),
+            failure_at(url, could_not_connect(exc, detail)),
             never_opened=True,
         )
     if isinstance(exc, aiohttp.InvalidURL):

@@ -98,20 +98,76 @@ def test_async_client_hints_at_the_scheme_too(monkeypatch: pytest.MonkeyPatch, p
     assert API_KEY not in message
 
 
-def test_refused_connection_names_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def _free_port() -> int:
     import socket
 
-    with socket.socket() as probe:  # a port nothing listens on
+    with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+def _async_member_of() -> str:
+    from airflow.sdk import BaseHook
+
+    from airflow_provider_loadtest.hooks.settings import settings_from_connection
+
+    settings = settings_from_connection(BaseHook.get_connection("loadtest_default"))
+
+    async def go() -> None:
+        async with AsyncLoadTestClient(settings) as client:
+            await client.call(endpoints.member_workspaces())
+
+    with pytest.raises(LoadTestApiError) as caught:
+        asyncio.run(go())
+    return str(caught.value)
+
+
+REFUSED = (
+    "could not connect: connection refused (nothing listens on that port: check the port, and that the "
+    "service runs)"
+)
+NOT_RESOLVED = "could not connect: the host name was not resolved (check the host for a typo, and DNS)"
+
+
+def test_refused_connection_names_the_url_and_says_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = _free_port()
     monkeypatch.setenv("AIRFLOW_CONN_LOADTEST_DEFAULT", f"loadtest://:{API_KEY}@127.0.0.1:{port}/http")
     ok, message = LoadTestHook().test_connection()
     assert not ok
-    assert (
-        f"could not connect (connection refused or host name not resolved) at http://127.0.0.1:{port}/"
-        in (message)
+    assert f"{REFUSED} at http://127.0.0.1:{port}/" in message, message
+    assert NOT_RESOLVED not in message and HINT not in message and API_KEY not in message
+    assert f"{REFUSED} at http://127.0.0.1:{port}/" in _async_member_of()
+
+
+def test_a_host_name_that_does_not_resolve_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    real = socket.getaddrinfo
+
+    def no_dns(host: object, *args: object, **kwargs: object) -> object:
+        if host == "loadtest.nowhere.test":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LOADTEST_DEFAULT", f"loadtest://:{API_KEY}@loadtest.nowhere.test:8090/http"
     )
-    assert HINT not in message and API_KEY not in message
+    ok, message = LoadTestHook().test_connection()
+    assert not ok
+    assert f"{NOT_RESOLVED} at http://loadtest.nowhere.test:8090/" in message, message
+    assert REFUSED not in message
+    assert f"{NOT_RESOLVED} at http://loadtest.nowhere.test:8090/" in _async_member_of()
+
+
+def test_a_tls_failure_on_the_first_try_reads_plainly(
+    monkeypatch: pytest.MonkeyPatch, plain_http_port: int
+) -> None:
+    """No "after 1 attempt(s); not tried again": one try, and why it was not tried again."""
+    _uri_conn(monkeypatch, plain_http_port)
+    _, message = LoadTestHook().test_connection()
+    assert "attempt" not in message
+    assert message.endswith("; not retried: no retry can change this"), message
 
 
 @pytest.mark.parametrize(
