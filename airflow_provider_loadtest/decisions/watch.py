@@ -73,10 +73,21 @@ def metric_records(metrics: GlobalMetrics | None) -> dict[str, Any]:
 
 
 def format_metrics(records: dict[str, Any]) -> str:
-    return ", ".join(
-        f"{name} {rec['value']}{(' ' + str(rec['unit'])) if rec.get('unit') else ''}"
-        for name, rec in records.items()
-    )
+    """Headline metrics for a log line: ``Hits 72,000, Errors 288, Average response time 612.3 ms``. A
+    unit that only repeats the name (``Hits`` in ``hits``) is left out."""
+    return ", ".join(_metric_text(str(name), rec) for name, rec in records.items())
+
+
+def _metric_text(name: str, record: dict[str, Any]) -> str:
+    value = record.get("value")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        shown = str(value)
+    else:
+        shown = f"{value:,}" if isinstance(value, int) else f"{round(value, 3):,}"
+    unit = str(record.get("unit") or "")
+    return f"{name} {shown} {unit}" if unit and unit.casefold() != name.casefold() else f"{name} {shown}"
 
 
 @dataclass(frozen=True)

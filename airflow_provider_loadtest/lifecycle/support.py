@@ -179,6 +179,13 @@ def push_history(ti: Any, verdict: Verdict) -> None:
     ti.xcom_push(key=HISTORY_XCOM_KEY, value=verdict.history.to_xcom())
 
 
+#: Why a templated mapping arrives as text, and the two ways out.
+RENDERED_AS_TEXT_HINT = (
+    ": a template renders as text unless the DAG sets render_template_as_native_obj=True; set it, or "
+    "write the mapping in Python with a template in each value ({'window': '{{ var.value.window }}'})"
+)
+
+
 def history_settings_of(value: object, baseline: object, *, literal_only: bool = False) -> dict[str, Any]:
     """``history_settings`` as keyword arguments of ``HistorySettings.parse``, checked; ``ValueError``
     names what is wrong.
@@ -195,6 +202,7 @@ def history_settings_of(value: object, baseline: object, *, literal_only: bool =
     if not isinstance(value, Mapping):
         raise ValueError(
             f"history_settings must be a mapping of setting name to value, got {type(value).__name__}"
+            + (RENDERED_AS_TEXT_HINT if isinstance(value, str) else "")
         )
     if baseline != HISTORY and not (literal_only and is_templated(baseline)):
         raise ValueError(f"history_settings apply to baseline='history', not baseline={baseline!r}")

@@ -201,3 +201,39 @@ def test_ca_bundle_reaches_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(session, requests.Session)
     assert session.verify == "/etc/ssl/private-ca.pem"
     assert session.headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+def test_headline_metrics_do_not_repeat_their_unit() -> None:
+    """The live log line read "Hits 72000 hits"."""
+    from airflow_provider_loadtest.decisions.watch import format_metrics
+
+    line = format_metrics(
+        {
+            "Hits": {"value": 72000.0, "unit": "hits"},
+            "Errors": {"value": 288, "unit": "Errors"},
+            "Average response time": {"value": 612.34, "unit": "ms"},
+            "Hit rate": {"value": 200.0, "unit": "hits/s"},
+        }
+    )
+    assert line == "Hits 72,000, Errors 288, Average response time 612.34 ms, Hit rate 200 hits/s"
+
+
+def test_a_templated_history_settings_rendered_as_text_gets_the_hint(
+    loadtest_conn: str, requests_mock: object
+) -> None:
+    """A whole mapping in one template renders as a string ("got str"): the message says why and how."""
+    from unittest import mock
+
+    from airflow_provider_loadtest.compat import AirflowFailException
+    from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+
+    op = RunScenarioOperator(
+        task_id="t", scenario_id="sc-1", baseline="history", history_settings="{{ var.value.settings }}"
+    )
+    op.history_settings = '{"window": 20}'  # as Airflow renders it without native objects
+    with pytest.raises(AirflowFailException) as caught:
+        op.execute({"ti": mock.MagicMock(name="ti")})  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "history_settings must be a mapping of setting name to value, got str" in message
+    assert "render_template_as_native_obj=True" in message
+    assert requests_mock.request_history == []  # type: ignore[attr-defined]
