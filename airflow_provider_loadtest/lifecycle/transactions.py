@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 from airflow_provider_loadtest.lifecycle.base import LifecycleBase
 
 if TYPE_CHECKING:
+    from airflow.sdk import Context
+
     from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec, Unreadable
     from airflow_provider_loadtest.decisions.gate.history import GateHistory, SeriesHistory, SeriesKey
     from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
@@ -29,6 +31,40 @@ class TransactionJudging(LifecycleBase):
         return TransactionGate.parse(
             self.transaction_budgets, self.transaction_max_regression_pct, spec.baseline
         )
+
+    def _check_labels_before_start(self, context: Context, spec: GateSpec, gate: TransactionGate) -> None:
+        """Before the (billed) start: a gated label that looks like a typo of one the history of the last
+        nights knows fails now (``ValueError``), not after the run (``decisions.labels``); what cannot
+        be known is said in the log."""
+        from airflow_provider_loadtest.decisions.gate.history import HISTORY
+        from airflow_provider_loadtest.decisions.labels import check_labels
+
+        if not gate.active:
+            return
+        history = self._gate_history(context) if spec.baseline == HISTORY else None
+        known = frozenset(
+            label for (label, _metric) in (history.series if history else {}) if label is not None
+        )
+        if not known:
+            self.log.info(
+                "The transaction labels are checked once the run ended: no earlier night's labels to check "
+                "them against before the start (%s)",
+                "the history has none yet"
+                if spec.baseline == HISTORY
+                else "only baseline='history' keeps them, in XCom",
+            )
+            return
+        found = check_labels(
+            {
+                "transaction_budgets": gate.budgets.budgets,
+                "transaction_max_regression_pct": gate.bounds,
+            },
+            known,
+        )
+        for note in found.notes:
+            self.log.warning("%s", note)
+        if found.refusals:
+            raise ValueError("; ".join(found.refusals) + ". Nothing was started.")
 
     def _judge_transactions(
         self,

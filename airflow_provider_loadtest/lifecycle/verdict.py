@@ -96,9 +96,10 @@ class Judging(LifecycleBase):
                 self.baseline,
                 history_settings_of(self.history_settings, self.baseline),
             )
-            self._transaction_gate(spec)
+            transactions = self._transaction_gate(spec)
             if context is not None:
                 self._gate_accepted(context, spec)
+                self._check_labels_before_start(context, spec, transactions)
         except ValueError as exc:
             from airflow_provider_loadtest.compat import AirflowFailException
 
