@@ -436,10 +436,10 @@ class JtlFile:
     def _left_out(self, first: int, count: int) -> None:
         """Say that the file's last record (from its line ``first`` of the batch, ``count`` lines) was
         cut and left out."""
-        where = f"line {self._line + first}" + (f" (and {count - 1} more)" if count > 1 else "")
+        where = f"line {self._line + first}" + (f" and {count - 1} more" if count > 1 else "")
         self._note(
-            f"{self.name} ends inside a sample ({where}, no line break after it: its load generator "
-            "stopped while writing it?): that incomplete sample was left out"
+            f"{self.name} ends inside a sample ({where}; its load generator stopped while writing it?): "
+            "that incomplete sample was left out"
         )
 
     def _note(self, text: str) -> None:
