@@ -7,6 +7,12 @@ distribution, so that every run of a scenario gives the same file). A scenario w
 ``slowTransaction`` puts most of its slowdown on that one transaction, so a transaction's budget can
 fail while the run's own figures still pass. At most ``MAX_SAMPLES`` samples are written, so that a
 long profile stays cheap to serve.
+
+A failed sample says why as JMeter would: each transaction fails its own way (``Transaction.failures``:
+a response code, JMeter's response message, an assertion's failure message), the first way twice as
+often as the second, so that a failed gate can show each transaction's most frequent messages and codes.
+One Login failure echoes a password in a URL, as a careless assertion does: it must be masked where it
+is shown.
 """
 
 from __future__ import annotations
@@ -35,11 +41,18 @@ COLUMNS = (
 SIGMA = 0.3
 #: The share of a run's slowdown carried by its ``slowTransaction``.
 SLOW_SHARE = 0.7
-_ERRORS = (
-    ("500", "Internal Server Error", "Test failed: code expected to equal /200/"),
-    ("Non HTTP response code: java.net.SocketTimeoutException", "Non HTTP response message: Read timed out",
-     'Response was null, "timeout" after 30,000 ms'),
-)  # fmt: skip
+#: A failed sample's responseCode, responseMessage and failureMessage, as JMeter writes them.
+Failure = tuple[str, str, str]
+_TIMEOUT: Failure = (
+    "Non HTTP response code: java.net.SocketTimeoutException",
+    "Non HTTP response message: Read timed out",
+    "",
+)
+#: A Response Assertion on the code: JMeter's message spans several lines.
+_CODE_200 = (
+    "Test failed: code expected to equal /\n\n****** received  : [[[{}]]]\n\n"
+    "****** comparison: [[[200]]]\n\n/"
+)
 
 
 @dataclass(frozen=True)
@@ -50,18 +63,29 @@ class Transaction:
     size: float  # mean response size, relative
     sent: int  # bytes sent per request, relative to the run's average
     method: str = "GET"
+    #: How its samples fail: the first way twice as often as the second.
+    failures: tuple[Failure, Failure] = (("500", "Internal Server Error", ""), _TIMEOUT)
 
 
 TRANSACTIONS: tuple[Transaction, ...] = (
-    Transaction("Home", 0.22, 0.6, 1.6, -60),
-    Transaction("Search products", 0.18, 1.1, 0.9, 0),
-    Transaction("Product page", 0.20, 0.9, 1.2, -40),
-    Transaction("api/items", 0.14, 0.5, 0.4, -120),
+    Transaction("Home", 0.22, 0.6, 1.6, -60, failures=(("503", "Service Unavailable", ""), _TIMEOUT)),
+    Transaction("Search products", 0.18, 1.1, 0.9, 0, failures=(
+        _TIMEOUT, ("200", "OK", "Test failed: text expected to contain /results/"))),
+    Transaction("Product page", 0.20, 0.9, 1.2, -40, failures=(
+        ("404", "Not Found", _CODE_200.format(404)),
+        ("500", "Internal Server Error", _CODE_200.format(500)))),
+    Transaction("api/items", 0.14, 0.5, 0.4, -120, failures=(
+        ("500", "Internal Server Error", ""), ("200", "OK", "No results for path: $['items']"))),
     Transaction("api/cart", 0.10, 0.7, 0.3, 20),
-    Transaction("Add to cart", 0.08, 1.2, 0.5, 240, "POST"),
-    Transaction("Login", 0.05, 1.3, 0.6, 260, "POST"),
-    Transaction("Checkout", 0.03, 2.4, 0.8, 380, "POST"),
-)
+    Transaction("Add to cart", 0.08, 1.2, 0.5, 240, "POST", failures=(
+        ("409", "Conflict", "Test failed: text expected to contain /added/"), _TIMEOUT)),
+    Transaction("Login", 0.05, 1.3, 0.6, 260, "POST", failures=(
+        ("401", "Unauthorized", "Test failed: code expected to equal /200/"),
+        ("401", "Unauthorized",
+         "Login refused for https://shop.example.test/login?user=demo&password=demo-Secret-1"))),
+    Transaction("Checkout", 0.03, 2.4, 0.8, 380, "POST", failures=(
+        ("502", "Bad Gateway", "Test failed: text expected to contain /Order confirmed/"), _TIMEOUT)),
+)  # fmt: skip
 
 
 def _split(total: int, weights: list[float]) -> list[int]:
@@ -137,7 +161,9 @@ def render(
     mean_of = means(figures, slowdown, slow_transaction)
     kinds: list[tuple[Transaction, bool]] = []
     raw_times: list[float] = []
+    why: dict[int, Failure] = {}  # a failed sample's index: how it failed
     for transaction, count, fails in zip(TRANSACTIONS, counts, failing, strict=True):
+        why.update((len(kinds) + k, transaction.failures[k % 3 == 2]) for k in range(fails))
         kinds += [(transaction, k >= fails) for k in range(count)]
         raw_times += _times(count, mean_of[transaction.label]) if count else []
     times = _scaled(raw_times, round(hits * figures.avg_response_time_ms), least=1)
@@ -158,7 +184,7 @@ def render(
     for index, k in enumerate(order):
         transaction, ok = kinds[k]
         generator = generators[index % len(generators)]
-        code, message, failure = ("200", "OK", "") if ok else _ERRORS[k % len(_ERRORS)]
+        code, message, failure = ("200", "OK", "") if ok else why[k]
         elapsed = times[k]
         writers[generator].writerow(
             (

@@ -89,3 +89,23 @@ def test_the_samples_are_bounded(monkeypatch: pytest.MonkeyPatch, state: Simulat
     monkeypatch.setattr(sim_jtl, "MAX_SAMPLES", 1000)
     (run_id,) = _finished(state, "demo-scenario")
     assert _summary(state, run_id).samples == 1000
+
+
+def test_each_transaction_fails_its_own_way_and_a_secret_it_echoes_is_masked(state: SimulatorState) -> None:
+    """The per-label failure messages a failed gate shows: each transaction's first way of failing is
+    its most frequent; they add up to its errors; Login's echoed password is masked."""
+    (run_id,) = _finished(state, "warning-scenario")
+    summary = _summary(state, run_id)
+    failures = summary.failures
+    assert failures.failed == sum(t.errors for t in summary.transactions.values()) > 0
+    for transaction in sim_jtl.TRANSACTIONS:
+        label = failures.labels[transaction.label]
+        assert label.failed == summary.transactions[transaction.label].errors
+        code, message, failure = transaction.failures[0]
+        assert label.codes[0].text == code
+        shown = label.messages[0].text
+        assert shown == " ".join((failure or message).split())  # one line
+        assert sum(item.count for item in label.messages) == label.failed
+    login = [item.text for item in failures.labels["Login"].messages]
+    assert "Login refused for https://shop.example.test/login?user=demo&password=***" in login
+    assert not any("demo-Secret-1" in text for text in login)
