@@ -95,11 +95,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                     os.killpg(pgid, signal.SIGKILL)
 
 
-def _try_log(cluster: Cluster, dag_id: str, attempt: int) -> str:
-    return "".join(
-        log.read_text(errors="replace")
-        for log in Path(cluster.home / "logs").glob(f"dag_id={dag_id}/**/attempt={attempt}.log")
+def _try_log(cluster: Cluster, dag_id: str, attempt: int, scenario_id: str) -> str:
+    """The task log of one try, which must show that try starting the scenario's run: the checks
+    that a line is *absent* from it would pass on an empty or missing log."""
+    logs = list(Path(cluster.home / "logs").glob(f"dag_id={dag_id}/**/attempt={attempt}.log"))
+    assert logs, f"no log of try {attempt} of {dag_id} under {cluster.home / 'logs'}"
+    text = "".join(log.read_text(errors="replace") for log in logs)
+    assert f"Started a load test of scenario '{scenario_id}'" in text, (
+        f"the log of try {attempt} of {dag_id} does not show its start:\n{text[-2000:]}"
     )
+    return text
 
 
 def test_the_try_a_person_cleared_records_the_clear_and_stops_its_run(cluster: Cluster) -> None:
@@ -109,7 +114,7 @@ def test_the_try_a_person_cleared_records_the_clear_and_stops_its_run(cluster: C
     cluster.run(["tasks", "clear", "review_clear", "--task-regex", "load_test", "--yes"])
     state = _finish(cluster, "review_clear")
     runs, stopped = _runs(cluster.sim, "review-clear"), _stopped(cluster.sim, "review-clear")
-    first = _try_log(cluster, "review_clear", 1)
+    first = _try_log(cluster, "review_clear", 1, "review-clear")
     print(f"review_clear: {state}, task {cluster.task('review_clear')}, runs {runs}, stopped {stopped}")
     print("\n".join(line for line in first.splitlines() if "run" in line.lower())[-3000:])
     assert "Not stopping run" not in first, "the cleared try could not record its decision (see the log)"
@@ -127,7 +132,7 @@ def test_a_scheduler_restart_neither_stops_the_run_nor_blames_a_person(cluster: 
     cluster.start("scheduler")
     state = _finish(cluster, "review_orphan")
     runs, stopped = _runs(cluster.sim, "review-orphan"), _stopped(cluster.sim, "review-orphan")
-    first = _try_log(cluster, "review_orphan", 1)
+    first = _try_log(cluster, "review_orphan", 1, "review-orphan")
     print(f"review_orphan: {state}, task {cluster.task('review_orphan')}, runs {runs}, stopped {stopped}")
     print("\n".join(line for line in first.splitlines() if "run" in line.lower())[-3000:])
     assert (len(runs), stopped) == (1, []), f"runs {runs}, stopped {stopped}"
