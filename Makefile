@@ -11,15 +11,18 @@ BIN := $(VENV)/bin
 export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+# LOADTEST_NO_SYSTEM_INSTALLS=1 (from the environment or `make test LOADTEST_NO_SYSTEM_INSTALLS=1`): the
+# suite installs nothing system-wide and skips the checks that need it (tests/system_installs.py).
+export LOADTEST_NO_SYSTEM_INSTALLS
 
 # The declared floor (pyproject: apache-airflow>=3.1.0), installed as it was on its release day: Airflow's
 # constraint files cannot be fetched here, so every dependency is pinned by date instead.
 FLOOR_AIRFLOW := 3.1.0
 FLOOR_DATE := 2025-09-26T00:00:00Z
 FLOOR_VENV := .venv-floor
-# The unit tests' own needs (the dev group minus the linters), and wtforms, which Airflow 3.1's UI needs
+# The unit tests' own needs (the dev group minus the linters and the mutation tool), and wtforms, which Airflow 3.1's UI needs
 # to draw a provider's connection form (the FAB provider brings it in a real deployment).
-FLOOR_TEST_DEPS := pytest pytest-xdist requests-mock pypdf wtforms
+FLOOR_TEST_DEPS := pytest pytest-xdist pytest-timeout requests-mock aioresponses pypdf wtforms
 
 .PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo demo-ui bench browser chaos test-prod test-prod-slice mutation clean
 
@@ -57,10 +60,14 @@ docs: venv
 # when it is missing and this is root with apt-get; otherwise that one test is skipped.
 define ANNOUNCE_CHROMIUM
 	@if [ ! -x /usr/bin/chromium ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		if [ "$(LOADTEST_NO_SYSTEM_INSTALLS)" = 1 ]; then \
+			echo "NOTE: chromium is missing and LOADTEST_NO_SYSTEM_INSTALLS=1: nothing is installed system-wide," \
+				"the real-browser check will be skipped (a failure under CI=true)."; \
+		elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "NOTE: make $(MAKECMDGOALS) will install Debian's chromium SYSTEM-WIDE (apt-get update && apt-get install -y chromium," \
 				"about 150 MB to download, up to 500 MB on disk) for the real-browser check of the connection form" \
-				"(devtools/browser_check.py). It stays installed afterwards (apt-get remove chromium removes it)."; \
+				"(devtools/browser_check.py). It stays installed afterwards (apt-get remove chromium removes it);" \
+				"LOADTEST_NO_SYSTEM_INSTALLS=1 installs nothing and skips that check."; \
 		else \
 			echo "NOTE: chromium is missing and cannot be installed here (needs apt-get as root):" \
 				"the real-browser check will be skipped."; \
@@ -75,10 +82,14 @@ define ANNOUNCE_PROD_PACKAGES
 	ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || missing=" postgresql"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		if [ "$(LOADTEST_NO_SYSTEM_INSTALLS)" = 1 ]; then \
+			echo "NOTE:$$missing missing and LOADTEST_NO_SYSTEM_INSTALLS=1: nothing is installed system-wide," \
+				"the production slice will be skipped (a failure under CI=true)."; \
+		elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "NOTE: make $(MAKECMDGOALS) will install Debian's$$missing SYSTEM-WIDE (apt-get install -y --no-install-recommends," \
 				"about 60 MB on disk) for the production rig's slice (tests/production runs throwaway instances on 127.0.0.1)." \
-				"They stay installed; on a systemd host apt-get also starts and enables their own services (:5432, :6379)."; \
+				"They stay installed; on a systemd host apt-get also starts and enables their own services (:5432, :6379)." \
+				"LOADTEST_NO_SYSTEM_INSTALLS=1 installs nothing and skips the slice and the browser check."; \
 		else \
 			echo "NOTE:$$missing missing and cannot be installed here (needs apt-get as root): the production slice will be skipped."; \
 		fi; \
@@ -161,12 +172,16 @@ test-prod: $(UV)
 
 # CI's slice of the rig (tests/production/test_production_slice.py, about 3 minutes): a worker restart, a
 # triggerer failover, a mark-failed. Installs the packages as `make test-prod` does where it can (root and
-# apt-get); where it cannot, or apt-get fails (offline, a held lock), the test is skipped with the reason.
+# apt-get, unless LOADTEST_NO_SYSTEM_INSTALLS=1); where it cannot, or apt-get fails (offline, a held lock),
+# the test is skipped with the reason, and under CI=true that skip fails the run (tests/system_installs.py).
 test-prod-slice: $(UV)
 	$(UV) sync --locked --group prod --python $(PYTHON)
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	@if [ "$(LOADTEST_NO_SYSTEM_INSTALLS)" = 1 ]; then \
+		echo "NOTE: LOADTEST_NO_SYSTEM_INSTALLS=1: PostgreSQL and Redis are not installed here"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		$(BIN)/python -c "from tests.production.services import ensure_packages; ensure_packages()" || \
-		echo "NOTE: PostgreSQL and Redis could not be installed (apt-get failed): the production slice will be skipped"; fi
+		echo "NOTE: PostgreSQL and Redis could not be installed (apt-get failed): the production slice will be" \
+			"skipped (a failure under CI=true)"; fi
 	$(BIN)/python -m pytest tests/production -m production
 
 # Mutation testing (issue 30; not part of `make test`): mutmut changes the code one small way at a time

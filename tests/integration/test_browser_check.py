@@ -1,6 +1,8 @@
 """``make test`` runs the real-browser check (devtools/browser_check.py) as a subprocess.
 
-Skipped only when no chromium exists and none can be installed (exit code 77): the output says so.
+Skipped only when no chromium exists and none can be installed (exit code 77), or when
+``LOADTEST_NO_SYSTEM_INSTALLS=1`` forbids installing it: the reason says so. Under ``CI=true`` that skip
+is a failure (``tests.system_installs``).
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from devtools.browser_check import SKIPPED
+from devtools.browser_check import CHROMIUM, SKIPPED
+from tests.system_installs import NO_SYSTEM_INSTALLS, skip_or_fail, system_installs_refused
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_connection_form_report_link_and_load_tests_view_in_a_real_browser(tmp_path: Path) -> None:
+    if not Path(CHROMIUM).exists() and system_installs_refused():
+        skip_or_fail(
+            f"browser check skipped: chromium is missing and {NO_SYSTEM_INSTALLS}=1 forbids installing it"
+        )
     done = subprocess.run(
         [sys.executable, "-m", "devtools.browser_check"],
         cwd=ROOT,
@@ -30,7 +37,7 @@ def test_connection_form_report_link_and_load_tests_view_in_a_real_browser(tmp_p
     )
     output = done.stdout + done.stderr
     if done.returncode == SKIPPED:
-        pytest.skip(
+        skip_or_fail(
             "browser check skipped: chromium is missing and cannot be installed here\n" + output[-800:]
         )
     assert done.returncode == 0, output[-6000:]

@@ -5,8 +5,9 @@ triggerer lost) and the stop a person asks for (mark failed, sync and deferred),
 whole rig: PostgreSQL, Redis, Celery with two workers, two triggerers. Every attack, repeated:
 ``make test-prod``. The slice needs the rig's prerequisites, the
 ``prod`` dependency group and the Debian packages ``postgresql`` and ``redis-server``; where one is
-missing (``make test`` alone syncs the environment without the group) it is skipped with the reason,
-and never installs anything system-wide itself.
+missing (``make test`` alone syncs the environment without the group, ``LOADTEST_NO_SYSTEM_INSTALLS=1``
+installs no package) it is skipped with the reason, a failure under ``CI=true``
+(``tests.system_installs``); it never installs anything system-wide itself.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from tests.production.attacks import ATTACKS, CI_SLICE, format_table, summary_rows
 from tests.production.rig import missing_prerequisites, production_rig, run_attacks
+from tests.system_installs import skip_or_fail
 
 pytestmark = [pytest.mark.integration, pytest.mark.production]
 
@@ -22,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.production]
 def test_infrastructure_never_stops_a_healthy_load_test_and_a_person_always_can() -> None:
     why = missing_prerequisites()
     if why:
-        pytest.skip(why)
+        skip_or_fail(why)
     attacks = [ATTACKS[name] for name in CI_SLICE]
     lines: list[str] = []
     with production_rig(attacks, 1, lines.append) as cluster:
