@@ -294,7 +294,7 @@ def _pushed(context: dict[str, Any]) -> dict[str, Any]:
 
 
 NO_HISTORY = {"centre": None, "noise": None, "band_low": None, "band_high": None, "history_n": None,
-              "note": None}  # fmt: skip
+              "note": None, "own_sd": None, "night_sd": None}  # fmt: skip
 GATED = {
     "metric_budgets": {P95: "<= 800", "ERRORS_PERCENT": "< 1"},
     "baseline": "previous",

@@ -103,7 +103,9 @@ class HistorySettings:
     alone; ``fail_z``, ``persist_z``, ``suspect_z``: the one-night test, the persistence test and a
     suspicion, each as a one-sided Gaussian quantile (its stated false-alarm rate is ``1 - Phi(z)``,
     whatever the history's length); ``persist_nights``: the nights whose mean the persistence test
-    judges (1: no persistence test)."""
+    judges (1: no persistence test); ``false_alarm_budget``: the red clean nights the whole gate may
+    have, per night, however many series it judges (``family.py`` shares it among them; default 1 in
+    100). One series alone is judged at the quantiles above, or higher ones if the budget asks less."""
 
     window: int = 60
     min_history: int = 4
@@ -111,6 +113,7 @@ class HistorySettings:
     persist_z: float = 2.8
     suspect_z: float = 1.6
     persist_nights: int = 3
+    false_alarm_budget: float = 0.01
 
     @classmethod
     def parse(cls, **settings: Any) -> HistorySettings:
@@ -129,6 +132,13 @@ class HistorySettings:
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 100:
                 raise ValueError(f"history setting {name}={value!r} must be a positive number")
             merged[name] = float(value)
+        budget = merged["false_alarm_budget"]
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0.0001 <= budget <= 0.2:
+            raise ValueError(
+                f"history setting false_alarm_budget={budget!r} must be a number from 0.0001 to 0.2 (the "
+                "share of clean nights the whole gate may fail: 0.01 is one night in 100)"
+            )
+        merged["false_alarm_budget"] = float(budget)
         if not 5 <= merged["window"] <= 100:
             raise ValueError(f"history setting window ({merged['window']}) must be 5 to 100 nights")
         if not 4 <= merged["min_history"] <= merged["window"]:
@@ -155,22 +165,21 @@ class SeriesHistory:
     """One series' memory: the admitted passing nights (oldest first) and the last nights not yet
     admitted, each with the status it was given (a night joins ``values`` once it is old enough).
 
-    ``residuals`` are what the admitted nights moved beyond the night effect of their night, in the
-    series' noise standard deviations (``family.py``: a series judged with the other series of its
-    gate); ``recent_residuals`` goes with ``recent`` (None where a night had no night effect, such as a
-    gate of one series). Both are empty for a gate of too few series, and the XCom form then leaves
-    them out: an older reader reads the same form it wrote."""
+    ``shifts`` go with ``values`` night for night, ``recent_shifts`` with ``recent``: the night effect
+    of each night (every series' shared movement, ``family.py``), None where a night had none (a gate
+    of too few series, or a history older than them). A gate of few series has none at all, and the
+    XCom form then leaves them out: an older reader reads the same form it wrote."""
 
     values: tuple[float, ...] = ()
     recent: tuple[tuple[float, str], ...] = ()
-    residuals: tuple[float, ...] = ()
-    recent_residuals: tuple[float | None, ...] = ()
+    shifts: tuple[float | None, ...] = ()
+    recent_shifts: tuple[float | None, ...] = ()
 
     def to_xcom(self) -> dict[str, Any]:
         data: dict[str, Any] = {"values": list(self.values), "recent": [[v, s] for v, s in self.recent]}
-        if self.residuals or any(r is not None for r in self.recent_residuals):
-            data["residuals"] = list(self.residuals)
-            data["recent_residuals"] = list(self.recent_residuals)
+        if any(f is not None for f in (*self.shifts, *self.recent_shifts)):
+            data["shifts"] = [self.shift(i) for i in range(len(self.values))]
+            data["recent_shifts"] = [self.recent_shift(i) for i in range(len(self.recent))]
         return data
 
     @classmethod
@@ -179,34 +188,36 @@ class SeriesHistory:
         if not isinstance(data, Mapping):
             raise HistoryUnreadable(f"a series is {type(data).__name__}, not a mapping")
         values, recent = data.get("values"), data.get("recent", [])
-        residuals, recent_residuals = data.get("residuals", []), data.get("recent_residuals", [])
+        shifts, recent_shifts = data.get("shifts", []), data.get("recent_shifts", [])
         if not (
             isinstance(values, list)
             and isinstance(recent, list)
-            and isinstance(residuals, list)
-            and isinstance(recent_residuals, list)
+            and isinstance(shifts, list)
+            and isinstance(recent_shifts, list)
         ):
-            raise HistoryUnreadable("'values', 'recent', 'residuals' and 'recent_residuals' must be lists")
+            raise HistoryUnreadable("'values', 'recent', 'shifts' and 'recent_shifts' must be lists")
         parsed = tuple(_finite(v, "a value") for v in values)
         nights = []
         for night in recent:
             if not (isinstance(night, list | tuple) and len(night) == 2 and night[1] in _RECENT_STATUSES):
                 raise HistoryUnreadable(f"a recent night {night!r} is not [value, status]")
             nights.append((_finite(night[0], "a recent value"), str(night[1])))
-        if recent_residuals and len(recent_residuals) != len(nights):
-            raise HistoryUnreadable("'recent_residuals' must go with 'recent', night for night")
+        if (shifts or recent_shifts) and (len(shifts) != len(parsed) or len(recent_shifts) != len(nights)):
+            raise HistoryUnreadable("'shifts' and 'recent_shifts' must go with 'values' and 'recent'")
         return cls(
             parsed,
             tuple(nights),
-            tuple(_finite(r, "a residual") for r in residuals),
-            tuple(None if r is None else _finite(r, "a recent residual") for r in recent_residuals),
+            tuple(None if f is None else _finite(f, "a night effect") for f in shifts),
+            tuple(None if f is None else _finite(f, "a night effect") for f in recent_shifts),
         )
 
-    def recent_residual(self, index: int) -> float | None:
-        """The residual of ``recent[index]`` (None when that night had none)."""
-        if len(self.recent_residuals) != len(self.recent):
-            return None
-        return self.recent_residuals[index]
+    def shift(self, index: int) -> float | None:
+        """The night effect of ``values[index]``'s night (None when unknown)."""
+        return self.shifts[index] if len(self.shifts) == len(self.values) else None
+
+    def recent_shift(self, index: int) -> float | None:
+        """The night effect of ``recent[index]``'s night (None when unknown)."""
+        return self.recent_shifts[index] if len(self.recent_shifts) == len(self.recent) else None
 
 
 def _finite(value: object, what: str) -> float:
@@ -460,10 +471,19 @@ class Quantiles:
     fail_z: float
     persist_z: float
     suspect_z: float
+    #: Persistence tests as (nights, quantile), each of the mean of that many nights ending tonight;
+    #: empty: the one test of ``persist_nights`` nights at ``persist_z``. A gate of many series, whose
+    #: one-night test is too strict to catch a 4 sd step at once, also tests two nights (``family.py``).
+    windows: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def of(cls, settings: HistorySettings) -> Quantiles:
         return cls(settings.fail_z, settings.persist_z, settings.suspect_z)
+
+    def persistence(self, persist_nights: int) -> tuple[tuple[int, float], ...]:
+        """The persistence tests to run: (nights, quantile), longest last."""
+        windows = self.windows or ((persist_nights, self.persist_z),)
+        return tuple(sorted(w for w in windows if w[0] > 1))
 
 
 @dataclass(frozen=True)
@@ -507,26 +527,30 @@ def decide(
         return mean > threshold_factor(z, n, len(deviations)) * noise
 
     # The recent nights since the last one that failed on its own (an outlier cannot carry a later
-    # ordinary night over the line), of which the persistence test takes the last persist_nights - 1.
+    # ordinary night over the line), of which each persistence test takes the nights it needs.
+    windows = quantiles.persistence(persist_nights)
+    longest = max((m for m, _ in windows), default=1)
     run: list[float] = []
     for deviation, status in reversed(recent):
-        if status == _ONE_NIGHT or deviation is None or len(run) >= persist_nights - 1:
+        if status == _ONE_NIGHT or deviation is None or len(run) >= longest - 1:
             break
         run.insert(0, deviation)
     single = beyond([tonight], quantiles.fail_z)
-    # One test of the mean of persist_nights nights: tests of shorter runs too (tried) add as many
-    # false alarms as they catch steps.
-    persistent = (
-        persist_nights > 1 and len(run) == persist_nights - 1 and beyond([*run, tonight], quantiles.persist_z)
-    )
+    # For one series, one test of the mean of persist_nights nights: tests of shorter runs too
+    # (tried) add as many false alarms as they catch steps.
+    persisted = [
+        m for m, z in windows if len(run) >= m - 1 and beyond([*run[len(run) - m + 1 :], tonight], z)
+    ]
+    persistent = bool(persisted)
     continuing = bool(recent) and recent[-1][1] == REGRESSION
     if single or persistent or (continuing and beyond([tonight], quantiles.suspect_z)):
         marked: frozenset[int] = frozenset()
         if single:
             over = "the last night"
         elif persistent:
-            over = f"the last {persist_nights} nights together"
-            marked = frozenset(len(recent) - i for i in range(1, persist_nights))
+            nights = max(persisted)
+            over = f"the last {nights} nights together"
+            marked = frozenset(len(recent) - i for i in range(1, nights))
         else:
             over = "the last night, continuing the regression of the night before,"
         kept = _ONE_NIGHT if single and not persistent and not continuing else REGRESSION
@@ -626,12 +650,12 @@ def admit(
     value: float,
     decision: Decision,
     settings: HistorySettings,
-    residual: float | None = None,
+    shift: float | None = None,
 ) -> SeriesHistory:
     """Tonight joins the recent nights (the ``marked`` ones became part of a regression); the oldest
     recent night leaves them and joins the history if it was noise, a suspicion the nights after it
-    did not turn into a regression, or a one-night failure that the nights after it cleared. Its
-    residual (``family.py``), if it had one, joins the residuals with it.
+    did not turn into a regression, or a one-night failure that the nights after it cleared. The
+    night effect of its night (``shift``, ``family.py``) goes with it.
 
     Why the last two join: they were the noise's own tails. Keeping every night beyond the band out
     cuts the history's upper tail, biases its noise low and raises the false alarms (measured: 1.3
@@ -640,24 +664,23 @@ def admit(
     marked = decision.marked
     recent = [(v, REGRESSION if i in marked else s) for i, (v, s) in enumerate(history.recent)]
     recent.append((value, decision.kept_as))
-    residuals_of = [history.recent_residual(i) for i in range(len(history.recent))]
-    residuals_of.append(residual)
+    recent_shifts = [history.recent_shift(i) for i in range(len(history.recent))]
+    recent_shifts.append(shift)
     values = list(history.values)
-    residuals = list(history.residuals)
+    shifts = [history.shift(i) for i in range(len(values))]
     while len(recent) > settings.persist_nights - 1:
         old_value, old_status = recent.pop(0)
-        old_residual = residuals_of.pop(0)
+        old_shift = recent_shifts.pop(0)
         cleared = all(s == NOISE for _, s in recent)
         if old_status in (NOISE, SUSPECTED) or (old_status == _ONE_NIGHT and cleared):
             values.append(old_value)
-            if old_residual is not None:
-                residuals.append(old_residual)
-    keep_residuals = any(r is not None for r in residuals_of)
+            shifts.append(old_shift)
+    known = any(f is not None for f in (*shifts[-settings.window :], *recent_shifts))
     return SeriesHistory(
         tuple(values[-settings.window :]),
         tuple(recent),
-        tuple(residuals[-settings.window :]),
-        tuple(residuals_of) if keep_residuals else (),
+        tuple(shifts[-settings.window :]) if known else (),
+        tuple(recent_shifts) if known else (),
     )
 
 

@@ -30,14 +30,18 @@ from airflow_provider_loadtest.decisions.gate.rules import (
     Budget,
     Direction,
     GateSpec,
+    check_metric_id,
     load_history,
+    parse_regression,
 )
 from airflow_provider_loadtest.decisions.gate.verdict import Verdict
 
 if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.gate.family import FamilyNight
     from airflow_provider_loadtest.decisions.gate.history import (
         GateHistory,
         HistorySettings,
+        NightJudgement,
         SeriesHistory,
         SeriesKey,
     )
@@ -154,13 +158,16 @@ def judge_metric(
     history: SeriesHistory | Unreadable | None = None,
     settings: HistorySettings | None = None,
     accepted: bool = False,
+    judged_night: tuple[NightJudgement, SeriesHistory | None] | None = None,
 ) -> tuple[GateRow, SeriesHistory | None]:
     """One series' row (and, with a ``history``, the history for the next night).
 
     Plain values in, so a caller judges the same metric for the whole run or for one transaction
     alike. ``baseline`` is the compared run's value (``None``: no baseline run; a value that does not
     read fails a bounded metric as not measured); ``history`` (``baseline="history"``: a
-    ``SeriesHistory``, judged with ``settings``, the defaults when None) replaces it.
+    ``SeriesHistory``, judged with ``settings``, the defaults when None) replaces it;
+    ``judged_night``: its judgement against the history made beforehand with the other series of the
+    night (``judge_gate``), used as it is.
     Whatever cannot be read fails, saying so: an unmeasured gate never passes.
     """
     value = _usable(raw_value)
@@ -175,15 +182,17 @@ def judge_metric(
         reasons.append(f"not measured: {history.reason}")
         status = NOT_MEASURED
     elif value is not None and bound is not None and history is not None:
-        judging = load_history()
-        night, next_history = judging.judge_night(
-            value,
-            history,
-            worse_higher=METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE,
-            max_regression_pct=bound,
-            settings=settings or judging.HistorySettings(),
-            accepted=accepted,
-        )
+        if judged_night is None:
+            judging = load_history()
+            judged_night = judging.judge_night(
+                value,
+                history,
+                worse_higher=METRIC_DIRECTIONS[metric] is Direction.HIGHER_IS_WORSE,
+                max_regression_pct=bound,
+                settings=settings or judging.HistorySettings(),
+                accepted=accepted,
+            )
+        night, next_history = judged_night
         status = night.status
         if night.reason:
             reasons.append(night.reason)
@@ -258,46 +267,201 @@ def judge_history(
     """The rows, and the history to leave for the next night (None without ``baseline="history"``).
 
     A metric the baseline lacks fails its bound as not measured (the service was asked for it). Under
-    ``baseline="history"`` with no ``history`` read, every bounded metric fails as not measured: a
-    caller that forgot to read it must not pass a regression.
+    ``baseline="history"`` the metrics are judged together by ``judge_gate`` (with no ``history``
+    read, every bounded metric fails as not measured: a caller that forgot to read it must not pass a
+    regression).
     """
-    accepted = frozenset(accepted)
+
+    def value_of(metric: str) -> object:
+        return values.get(metric, Unreadable(f"the service gave no value of {metric}"))
+
+    if spec.baseline == HISTORY:
+        series = [
+            SeriesSpec(
+                (transaction, metric),
+                value_of(metric),
+                spec.budgets.get(metric),
+                spec.max_regression_pct.get(metric),
+            )
+            for metric in spec.metric_ids
+        ]
+        rows, after, _ = judge_gate(series, history, spec.history, accepted=accepted)
+        return rows, after
     rows = []
-    series = dict(history.series) if history is not None else {}
-    kept: Any = load_history() if spec.baseline == HISTORY else None
     for metric in spec.metric_ids:
-        bound = spec.max_regression_pct.get(metric)
-        own: SeriesHistory | Unreadable | None = None
         base: object = None
-        if spec.baseline == HISTORY:
-            if history is None:
-                own = Unreadable("no gate history was read for baseline='history'")
-            else:
-                try:
-                    own = history.get((transaction, metric))
-                except kept.HistoryUnreadable as exc:
-                    own = Unreadable(str(exc))
-        elif baseline is not None:
+        if baseline is not None:
             base = baseline.get(metric)
             if base is None:
                 base = Unreadable(f"the baseline run gave no value of {metric}")
-        row, next_series = judge_metric(
+        row, _ = judge_metric(
             metric,
-            values.get(metric, Unreadable(f"the service gave no value of {metric}")),
+            value_of(metric),
             budget=spec.budgets.get(metric),
-            bound=bound,
+            bound=spec.max_regression_pct.get(metric),
             baseline=base,
-            history=own,
-            settings=spec.history,
-            accepted=metric in accepted,
         )
         rows.append(replace(row, transaction=transaction) if transaction is not None else row)
-        if next_series is not None:
-            series[(transaction, metric)] = next_series
-    if kept is None:
-        return rows, None
-    # A series whose history did not parse failed tonight as not measured and restarts tomorrow.
-    return rows, kept.GateHistory(series)
+    return rows, None
+
+
+@dataclass(frozen=True)
+class SeriesSpec:
+    """One series a gate judges tonight: its key (transaction label or None, metric id), its value (or
+    ``Unreadable``), its budget and regression bound, and for a transaction the samples behind it."""
+
+    key: SeriesKey
+    value: object
+    budget: Budget | None = None
+    bound: float | None = None
+    samples: int | None = None
+
+
+def load_family() -> Any:
+    from airflow_provider_loadtest.decisions.gate import family
+
+    return family
+
+
+def judge_gate(
+    series: Iterable[SeriesSpec],
+    history: GateHistory | None,
+    settings: HistorySettings | None = None,
+    *,
+    accepted: Iterable[str] = (),
+) -> tuple[list[GateRow], GateHistory, FamilyNight | None]:
+    """Every series of a night judged together against the history (``baseline="history"``): the run's
+    metrics and every transaction's, under one false-alarm budget, with the night effect taken out
+    (``family.judge_family``). The operator, the run sensor, ``replay_gate`` and the benchmarks judge
+    with this one function.
+
+    Returns the rows (in the order given), the history for the next night and the family's judgement
+    (None when no series had a value and a readable history). A series whose history did not parse
+    fails as not measured and restarts tomorrow; a series not judged tonight keeps its history."""
+    judging, family_rules = load_history(), load_family()
+    settings = settings or judging.HistorySettings()
+    accepted = frozenset(accepted)
+    series = list(series)
+    own: dict[SeriesKey, SeriesHistory | Unreadable] = {}
+    nights = []
+    for one in series:
+        if one.bound is None:
+            continue
+        if history is None:
+            own[one.key] = Unreadable("no gate history was read for baseline='history'")
+            continue
+        try:
+            own[one.key] = history.get(one.key)
+        except judging.HistoryUnreadable as exc:
+            own[one.key] = Unreadable(str(exc))
+            continue
+        value = _usable(one.value)
+        if value is not None:
+            worse_higher = METRIC_DIRECTIONS[one.key[1]] is Direction.HIGHER_IS_WORSE
+            nights.append(
+                family_rules.SeriesNight(
+                    one.key, value, worse_higher, one.bound, one.key[1] in accepted, one.samples
+                )
+            )
+    family: FamilyNight | None = None
+    if nights and history is not None:
+
+        def alone(night: Any, past: SeriesHistory) -> tuple[NightJudgement, SeriesHistory]:
+            return judging.judge_night(  # type: ignore[no-any-return]
+                night.value,
+                past,
+                worse_higher=night.worse_higher,
+                max_regression_pct=night.max_regression_pct,
+                settings=settings,
+            )
+
+        family = family_rules.judge_family(nights, history, settings, fallback=alone)
+    kept = dict(history.series) if history is not None else {}
+    rows = []
+    for one in series:
+        judged = family.judgements.get(one.key) if family is not None else None
+        row, after = judge_metric(
+            one.key[1],
+            one.value,
+            budget=one.budget,
+            bound=one.bound,
+            history=own.get(one.key),
+            settings=settings,
+            judged_night=judged,
+        )
+        if family is not None and one.key in family.own_sd:
+            night_sd = family.night.shift_sd if family.night is not None else None
+            row = replace(
+                row,
+                own_sd=round(family.own_sd[one.key], 3),
+                night_sd=round(night_sd, 3) if night_sd is not None else None,
+            )
+        rows.append(replace(row, transaction=one.key[0]) if one.key[0] is not None else row)
+        if after is not None:
+            kept[one.key] = after
+    night_history = family.night_history if family is not None else (history.night if history else None)
+    return rows, judging.GateHistory(kept, night=night_history), family
+
+
+def replay_gate(
+    nights: Iterable[Mapping[SeriesKey, object]],
+    *,
+    max_regression_pct: float | Mapping[str, float],
+    samples: Iterable[Mapping[SeriesKey, int]] | None = None,
+    **settings: Any,
+) -> list[Verdict]:
+    """The verdict the gate would have given on each night (oldest first), every series of a night
+    judged together (``judge_gate``), with the history it would have had then and nobody accepting a
+    change. A night maps ``(transaction label or None, metric id)`` to its value;
+    ``max_regression_pct`` is one percentage for every series or a mapping by metric id (a series
+    whose metric has none is judged by nothing: give every gated metric a bound); ``samples``, night
+    for night, the samples behind a transaction's values; ``settings`` are ``HistorySettings`` fields.
+    Each verdict's ``history`` is the state after that night: replay a branch from it with
+    ``replay_gate_night``."""
+    parsed = load_history().HistorySettings.parse(**settings)
+    bounds = _bounds(max_regression_pct)
+    history = load_history().GateHistory()
+    verdicts = []
+    counts = iter(samples) if samples is not None else None
+    for night in nights:
+        verdict = replay_gate_night(
+            night, history, bounds=bounds, settings=parsed, samples=next(counts, {}) if counts else None
+        )
+        verdicts.append(verdict)
+        history = verdict.history
+    return verdicts
+
+
+def replay_gate_night(
+    night: Mapping[SeriesKey, object],
+    history: GateHistory,
+    *,
+    bounds: float | Mapping[str, float],
+    settings: HistorySettings,
+    samples: Mapping[SeriesKey, int] | None = None,
+) -> Verdict:
+    """One night of ``replay_gate`` from a given history (``Verdict.history`` is the next one)."""
+    wanted = _bounds(bounds)
+    series = []
+    for key, value in night.items():
+        bound = wanted if isinstance(wanted, float) else wanted.get(key[1])
+        if isinstance(wanted, float):
+            check_metric_id("max_regression_pct", key[1], regression=True)
+        series.append(SeriesSpec(key, value, None, bound, (samples or {}).get(key)))
+    rows, after, family = judge_gate(series, history, settings)
+    return Verdict(
+        rows=tuple(rows),
+        baseline_id=None,
+        history=after,
+        night=family.night if family is not None else None,
+        budget_text=family.budget_text if family is not None else None,
+    )
+
+
+def _bounds(value: float | Mapping[str, float]) -> float | dict[str, float]:
+    if isinstance(value, Mapping):
+        return parse_regression(value)
+    return parse_regression({"RESPONSE_TIME_AVG": value})["RESPONSE_TIME_AVG"]
 
 
 def replay_history(

@@ -52,7 +52,8 @@ class GateRow:
     centre, or on a short history the median of the nights so far); ``centre`` (the mean of the
     history's nights within its robust fence), ``noise`` (one standard deviation, in the metric's
     units), ``band_low``/``band_high`` (what one night's noise explains) and ``history_n`` (the nights
-    in the history) come from ``baseline="history"``.
+    in the history) come from ``baseline="history"``; so do ``own_sd`` and ``night_sd`` (what the
+    series moved beyond its noise, and what every series moved together).
     """
 
     metric: str
@@ -72,6 +73,13 @@ class GateRow:
     note: str | None = None
     #: The JTL label a per-transaction row is about (None: the run as a whole).
     transaction: str | None = None
+    #: How far tonight's value moved beyond what its own noise explains, in its noise standard
+    #: deviations (worse: positive): beyond the night's shared movement when the gate judged many
+    #: series together (``family.py``). The verdict table ranks the rows by it.
+    own_sd: float | None = None
+    #: The night's shared movement of every series of the gate, in their noise standard deviations
+    #: (the same on every row of a night; None when the gate had too few series to measure it).
+    night_sd: float | None = None
 
     def to_xcom(self) -> dict[str, Any]:
         return asdict(self)

@@ -17,22 +17,36 @@ from airflow_provider_loadtest.decisions.gate.rows import (
 )
 
 if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.gate.family import NightEffect
     from airflow_provider_loadtest.decisions.gate.history import GateHistory
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The gate's rows and what they mean for the task (``history``: what to leave in XCom for the
-    next night under ``baseline="history"``)."""
+    next night under ``baseline="history"``; ``night``: the night effect, every series' shared
+    movement, judged once for the run as a whole; ``budget_text``: what the gate's false-alarm budget
+    buys with this many series)."""
 
     rows: tuple[GateRow, ...]
     baseline_id: str | None
     note: str | None = None  # e.g. why no baseline was compared
     history: GateHistory | None = None
+    night: NightEffect | None = None
+    budget_text: str | None = None
 
     @property
     def passed(self) -> bool:
-        return all(row.passed for row in self.rows)
+        return all(row.passed for row in self.rows) and (self.night is None or self.night.passed)
+
+    def ranked(self) -> list[GateRow]:
+        """The rows that moved beyond their noise first, furthest first (``own_sd``), then the rest in
+        their order: the first rows of the table are the ones to look at."""
+        moved = sorted(
+            (row for row in self.rows if row.own_sd is not None),
+            key=lambda row: (row.passed, -(row.own_sd or 0.0)),
+        )
+        return moved + [row for row in self.rows if row.own_sd is None]
 
     @property
     def metrics(self) -> dict[str, float | None]:
@@ -55,6 +69,7 @@ class Verdict:
         run as a whole)."""
         with_band = any(row.band_high is not None for row in self.rows)
         with_transaction = any(row.transaction is not None for row in self.rows)
+        with_own = any(row.own_sd is not None for row in self.rows)
         header = (
             *(("transaction",) if with_transaction else ()),
             "metric",
@@ -63,8 +78,10 @@ class Verdict:
             "baseline",
             *(("noise band",) if with_band else ()),
             "change",
+            *(("beyond noise",) if with_own else ()),
             "result",
         )
+        ordered = self.ranked() if self.night is not None else list(self.rows)
         lines = [header] + [
             (
                 *((_transaction_text(row),) if with_transaction else ()),
@@ -74,9 +91,10 @@ class Verdict:
                 _baseline_text(row),
                 *((_band_text(row),) if with_band else ()),
                 _change_text(row),
+                *((f"{row.own_sd:+.1f} sd" if row.own_sd is not None else "-",) if with_own else ()),
                 _result_text(row),
             )
-            for row in self.rows
+            for row in ordered
         ]
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         return "\n".join(
@@ -84,8 +102,10 @@ class Verdict:
         )
 
     def notes(self) -> list[str]:
-        """What the log should say beside the table: suspected changes, short histories, accepted ones."""
-        return [f"{_series_text(row)}: {row.note}" for row in self.rows if row.note]
+        """What the log should say beside the table: the night effect and what the budget buys, then
+        suspected changes, short histories, accepted ones."""
+        first = [text for text in (self.night.text() if self.night else None, self.budget_text) if text]
+        return first + [f"{_series_text(row)}: {row.note}" for row in self.rows if row.note]
 
     def message(self) -> str:
         """Why the gate failed, naming every failing metric (and its transaction) with its value, the
@@ -99,6 +119,12 @@ class Verdict:
                 against = "history centre" if row.centre is not None else "baseline"
                 detail += f" vs {against} {format_number(row.baseline)} ({_change_text(row)})"
             parts.append(f"{detail}: {row.reason}")
+        if self.night is not None and not self.night.passed:
+            parts.insert(
+                0,
+                f"every series together (the night effect) {self.night.shift_sd:+.2f} sd: "
+                f"{self.night.reason}",
+            )
         against = f" (baseline run {self.baseline_id})" if self.baseline_id else ""
         return f"Quality gate failed{against}: " + "; ".join(parts)
 
