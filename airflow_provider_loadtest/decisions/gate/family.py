@@ -297,11 +297,11 @@ def _skewness(values: Sequence[float]) -> float | None:
     if fit.sd <= 0:
         return None
     kept = [v for v in values if abs(v - fit.centre) <= 6 * fit.sd]
-    mean = math.fsum(kept) / len(kept)
-    m2 = math.fsum((v - mean) ** 2 for v in kept) / len(kept)
+    mean = sum(kept) / len(kept)
+    m2 = sum((v - mean) ** 2 for v in kept) / len(kept)
     if m2 <= 0:
         return None
-    skew: float = math.fsum((v - mean) ** 3 for v in kept) / len(kept) / m2**1.5
+    skew: float = sum((v - mean) ** 3 for v in kept) / len(kept) / m2**1.5
     return skew
 
 
@@ -482,12 +482,12 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
 
     def fit(kept: Sequence[tuple[float, float]]) -> tuple[float, float, float, float] | None:
         n = len(kept)
-        mean_f = math.fsum(f for f, _ in kept) / n
-        mean_y = math.fsum(y for _, y in kept) / n
-        spread = math.fsum((f - mean_f) ** 2 for f, _ in kept)
+        mean_f = sum(f for f, _ in kept) / n
+        mean_y = sum(y for _, y in kept) / n
+        spread = sum((f - mean_f) ** 2 for f, _ in kept)
         if spread <= 0:
             return None
-        slope = math.fsum((f - mean_f) * (y - mean_y) for f, y in kept) / spread
+        slope = sum((f - mean_f) * (y - mean_y) for f, y in kept) / spread
         return mean_y - slope * mean_f, slope, mean_f, spread
 
     first = fit(points)
@@ -504,7 +504,7 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
     if line is None:
         return None
     intercept, slope, mean_f, spread = line
-    left = math.fsum((y - intercept - slope * f) ** 2 for f, y in kept)
+    left = sum((y - intercept - slope * f) ** 2 for f, y in kept)
     return _Line(intercept, slope, math.sqrt(left / (len(kept) - 2)), len(kept), mean_f, spread)
 
 
@@ -517,7 +517,11 @@ def _judge_member(
     noise left around that line (a prediction interval, as for one series); before that, on its own
     movement. Returns its judgement, its next history and how far beyond its noise it moved (sd)."""
     own, sign = member.history, member.sign
-    points = [(f, member.to_scale(v)) for i, v in enumerate(own.values) if (f := own.shift(i)) is not None]
+    shifts = own.shifts if len(own.shifts) == len(own.values) else (None,) * len(own.values)
+    log = member.scale == LOG
+    points = [
+        (f, math.log(v) if log else v) for v, f in zip(own.values, shifts, strict=True) if f is not None
+    ]
     line = _fit_line(points) if shift is not None and len(points) >= settings.min_history + 2 else None
     tonight_y = member.to_scale(member.night.value)
     if shift is not None and line is not None and line.sd > 0:
