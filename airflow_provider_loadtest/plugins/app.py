@@ -4,7 +4,8 @@ Routes (all read-only):
 
 - ``GET /dags/{dag_id}``: the DAG's "Load tests" tab, every gated task of the DAG (``?nights=``, the
   newest nights per task, default 90);
-- ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights);
+- ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
+  that transaction's charts);
 - ``GET /api/dags/{dag_id}/tasks/{task_id}``: the same history as JSON;
 - ``GET /static/{name}``: the stylesheet, the script that follows Airflow's theme, the icons.
 
@@ -13,11 +14,16 @@ header or Airflow's login cookie) and must be allowed, by the configured auth ma
 task instances and XCom; anyone else gets 401 or 403 and no data. Ids are checked before anything is
 read. Every answer with data is ``Cache-Control: no-store`` (and ``Vary: Authorization, Cookie``), under
 a Content Security Policy that allows only this app's own stylesheet and script and framing by Airflow.
+A DAG Airflow does not know is 404 (after the access checks: a user refused a DAG learns nothing of it).
+
+The pages are streamed as they are built and bounded whatever XCom holds (``bounds``): building one is
+linear in the rows read, and stops with the page's byte budget or when the viewer hangs up.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import fields
 from functools import cache
 from importlib.resources import files
@@ -26,12 +32,13 @@ from typing import Annotated, Any
 from airflow.api_fastapi.common.db.common import SessionDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
+from airflow_provider_loadtest.plugins.bounds import LINKED_NAME_CHARS, PageBudget
 from airflow_provider_loadtest.plugins.history import TaskHistory, build
 from airflow_provider_loadtest.plugins.page import TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
@@ -80,7 +87,36 @@ def _page() -> Template:
 
 def render_html(static: str, code: int, **context: Any) -> str:
     """The page (``tasks``: task views; or ``heading`` and ``message`` for a refusal)."""
-    return _page().render(static=static, version=__version__, status=code, **context)
+    return "".join(render_parts(static, code, PageBudget(), **context))
+
+
+def render_parts(static: str, code: int, budget: PageBudget, **context: Any) -> Iterator[str]:
+    """The page in the pieces the template yields, each counted against ``budget`` as it comes: the
+    charts and table rows are built as the template reaches them and stop once the page is full."""
+    for part in _page().generate(static=static, version=__version__, status=code, budget=budget, **context):
+        budget.rendered += len(part)
+        yield part
+
+
+#: Bytes gathered before each write to the viewer (the template yields many small pieces).
+CHUNK_BYTES = 64 * 1024
+
+
+def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
+    """``parts`` as UTF-8 chunks of about ``CHUNK_BYTES``. Starlette pulls each from a worker thread and
+    stops pulling when the viewer hangs up (it listens for the disconnect, or its write fails), so the
+    page is built no further than the chunk being written then."""
+    pending: list[str] = []
+    size = 0
+    for part in parts:
+        pending.append(part)
+        size += len(part)
+        if size >= CHUNK_BYTES:
+            yield "".join(pending).encode()
+            pending.clear()
+            size = 0
+    if pending:
+        yield "".join(pending).encode()
 
 
 # --- checks, in the order they run: ids, then the user's access ---------------------------------------
@@ -121,7 +157,9 @@ def _access_dependencies() -> list[Any]:
 # --- reading -------------------------------------------------------------------------------------------
 
 
-def _histories(session: Any, dag_id: str, task_ids: list[str], nights: int) -> list[TaskHistory]:
+def _histories(
+    session: Any, dag_id: str, task_ids: list[str], nights: int, transaction: str | None = None
+) -> list[TaskHistory]:
     from airflow_provider_loadtest.plugins import store
 
     return [
@@ -130,9 +168,20 @@ def _histories(session: Any, dag_id: str, task_ids: list[str], nights: int) -> l
             task_id,
             store.nights(session, dag_id, task_id, nights),
             store.count_nights(session, dag_id, task_id),
+            transaction=transaction,
         )
         for task_id in task_ids
     ]
+
+
+def _known_dag(session: Any, dag_id: str) -> None:
+    """404 for a DAG Airflow does not know, asked only when it left no load test (a DAG with nights
+    exists, or existed: its history still shows). Airflow's access checks ran before: a user who may
+    not read ``dag_id`` was refused whether or not it exists, and learns nothing here."""
+    from airflow_provider_loadtest.plugins.store import dag_exists
+
+    if not dag_exists(session, dag_id):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"No DAG named {dag_id!r} in this Airflow.")
 
 
 def airflow_base(request: Request) -> str:
@@ -169,6 +218,11 @@ def create_app() -> FastAPI:
         html = render_html(_static_root(request), code, **context)
         return HTMLResponse(html, status_code=code, headers=PRIVATE)
 
+    def stream(request: Request, **context: Any) -> StreamingResponse:
+        """A page with data, streamed as it is built (``_chunks``), bounded by a ``PageBudget``."""
+        parts = render_parts(_static_root(request), 200, PageBudget(), **context)
+        return StreamingResponse(_chunks(parts), media_type="text/html; charset=utf-8", headers=PRIVATE)
+
     def views(histories: list[TaskHistory], request: Request) -> list[TaskView]:
         base = airflow_base(request)
         return [task_view(h, base) for h in histories]
@@ -179,13 +233,15 @@ def create_app() -> FastAPI:
         session: SessionDep,
         dag_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = DAG_NIGHTS,
-    ) -> HTMLResponse:
+    ) -> StreamingResponse:
         from airflow_provider_loadtest.plugins.store import gated_task_ids
 
-        histories = _histories(session, dag_id, gated_task_ids(session, dag_id), nights)
-        return render(
+        task_ids = gated_task_ids(session, dag_id)
+        if not task_ids:
+            _known_dag(session, dag_id)
+        histories = _histories(session, dag_id, task_ids, nights)
+        return stream(
             request,
-            200,
             title=f"Load tests · {dag_id}",
             subject=dag_id,
             single=False,
@@ -199,11 +255,13 @@ def create_app() -> FastAPI:
         dag_id: str,
         task_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
-    ) -> HTMLResponse:
-        histories = [h for h in _histories(session, dag_id, [task_id], nights) if h.nights]
-        return render(
+        transaction: Annotated[str | None, Query(min_length=1, max_length=LINKED_NAME_CHARS)] = None,
+    ) -> StreamingResponse:
+        histories = [h for h in _histories(session, dag_id, [task_id], nights, transaction) if h.nights]
+        if not histories:
+            _known_dag(session, dag_id)
+        return stream(
             request,
-            200,
             title=f"Load tests · {dag_id} · {task_id}",
             subject=f"{dag_id} · {task_id}",
             single=True,
@@ -218,6 +276,8 @@ def create_app() -> FastAPI:
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
     ) -> JSONResponse:
         (history,) = _histories(session, dag_id, [task_id], nights)
+        if not history.nights:
+            _known_dag(session, dag_id)
         return JSONResponse(history_json(history), headers=PRIVATE)
 
     @app.get("/static/{name}")
@@ -284,6 +344,7 @@ def history_json(history: TaskHistory) -> dict[str, Any]:
                 "report_url": n.result.report_url,
                 "state": n.result.state,
                 "rows": [_row_json(row) for row in n.result.rows],
+                "rows_left_out": n.result.left_out,
             }
             for n in history.nights
         ],

@@ -13,7 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
+from airflow_provider_loadtest.plugins.bounds import NAME_CHARS, PLOT_RANGE, TEXT_CHARS, clip
 from airflow_provider_loadtest.plugins.history import Series, task_instance_url
 from airflow_provider_loadtest.plugins.rows import Row
 
@@ -98,38 +100,57 @@ def unit_of(metric: str) -> str:
 
 
 def number(value: float | None) -> str:
-    """A value as people read it: up to 4 significant digits, no exponent below 10^9."""
+    """A value as people read it: up to 4 significant digits, no exponent below 10^9; any float
+    (``1.7e308``, ``5e-324``) has a text, and what is not finite reads "out of range"."""
     if value is None:
         return "-"
-    if value == int(value) and abs(value) < 1e9:
+    if not math.isfinite(value):
+        return "out of range"
+    if abs(value) < 1e9 and value == int(value):
         return str(int(value))
-    text = f"{value:.4g}" if abs(value) < 1e9 else f"{value:.3e}"
-    return text
+    return f"{value:.4g}" if abs(value) < 1e9 else f"{value:.3e}"
+
+
+def percent(change: float) -> str:
+    """A signed change in percent, with an exponent when it is huge (a baseline near zero)."""
+    return f"{change:+.1f} %" if abs(change) < 1e6 else f"{change:+.2e} %"
+
+
+def in_range(value: float | None) -> bool:
+    """Whether a chart can draw ``value`` (``bounds.PLOT_RANGE``)."""
+    return value is not None and -PLOT_RANGE <= value <= PLOT_RANGE
 
 
 def nice_step(span: float, count: int) -> float:
     """A round step (1, 2, 2.5 or 5 times a power of ten) giving about ``count`` intervals."""
-    if span <= 0 or not math.isfinite(span):
+    raw = span / max(count, 1) if span > 0 and math.isfinite(span) else 0.0
+    if not raw > 0:  # no span, or one too small to divide (a subnormal float)
         return 1.0
-    raw = span / max(count, 1)
     power = 10.0 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return next((m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw), raw)
 
 
 def y_domain(values: Sequence[float]) -> tuple[float, float, float]:
-    """(low, high, step): round bounds holding every value, with some room above and below."""
+    """(low, high, step): round bounds holding every value, with some room above and below.
+
+    Values beyond ``bounds.PLOT_RANGE`` are left to the caller (drawn at the edge, out of range); a
+    spread too small for a float to divide into steps is drawn flat."""
+    values = [v for v in values if in_range(v)]
     if not values:
         return 0.0, 1.0, 0.25
     low, high = min(values), max(values)
     if 0 <= low < high - low:  # close to zero compared with the spread: start at zero
         low = 0.0
-    if low == high:
+    if high - low <= max(abs(low), abs(high), 1e-9) * 1e-9:  # flat, for a float's precision
         pad = abs(low) * 0.1 or 1.0
         low, high = low - pad, high + pad
     step = nice_step(high - low, Y_TICKS)
+    first, last = min(values), max(values)
     low = math.floor(low / step) * step
     high = math.ceil(high / step) * step
-    if low < 0 <= min(values):
+    low -= step if low > first else 0.0  # a quotient that underflowed (-5e-324 / 2 is -0.0)
+    high += step if high < last else 0.0
+    if low < 0 <= first:
         low = 0.0
     return low, high, step
 
@@ -218,16 +239,21 @@ def band_path(spans: Sequence[tuple[float, float]], bands: Sequence[tuple[float,
 
 
 def _budget_bound(metric: str, row: Row | None) -> float | None:
-    if row is None or row.budget is None:
-        return None
+    return None if row is None or row.budget is None else _bound(metric, row.budget)
+
+
+@lru_cache(maxsize=1024)  # a budget is the same text night after night: parsed once
+def _bound(metric: str, budget: str) -> float | None:
     from airflow_provider_loadtest.decisions.gate import Budget
 
     try:
-        return Budget.parse(metric, row.budget).bound
-    except ValueError:
+        bound = Budget.parse(metric, budget).bound
+    except (ValueError, OverflowError):
         return None
+    return bound if math.isfinite(bound) else None
 
 
+@lru_cache(maxsize=1024)
 def _direction(metric: str) -> str:
     from airflow_provider_loadtest.decisions.gate import METRIC_DIRECTIONS, Direction
 
@@ -248,7 +274,7 @@ def _limit(metric: str, row: Row | None) -> float | None:
         return row.baseline + abs(row.baseline) * row.max_regression_pct / 100
     if direction == "higher is better":
         return row.baseline - abs(row.baseline) * row.max_regression_pct / 100
-    return None
+    return None  # may overflow to inf with extreme inputs: out of range, drawn at the edge
 
 
 def _centre(row: Row | None) -> float | None:
@@ -259,16 +285,22 @@ def _centre(row: Row | None) -> float | None:
 
 def _tooltip(day: str, row: Row, unit: str) -> str:
     parts = [f"{day}: {number(row.value)}{(' ' + unit) if unit else ''}", row.kind.label]
+    if row.value is not None and not in_range(row.value):
+        parts.append("out of the chart's range")
     if row.change_pct is not None:
-        parts.append(f"{row.change_pct:+.1f} % vs {number(row.baseline)}")
+        parts.append(f"{percent(row.change_pct)} vs {number(row.baseline)}")
     if row.band is not None:
         low, high = row.band
         parts.append(f"noise band {number(low)} to {number(high)}")
     if row.reason:
-        parts.append(row.reason)
+        parts.append(clip(row.reason, TEXT_CHARS))
     if row.note:  # the gate's own words: suspected, a short history, an accepted change
-        parts.append(row.note)
+        parts.append(clip(row.note, TEXT_CHARS))
     return " · ".join(parts)
+
+
+def _drawable(band: tuple[float, float] | None) -> bool:
+    return band is not None and in_range(band[0]) and in_range(band[1])
 
 
 def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
@@ -280,7 +312,7 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
     values = [row.value if row is not None else None for row in rows]
     budgets = [_budget_bound(metric, row) for row in rows]
     centres = [_centre(row) for row in rows]
-    bands = [row.band if row is not None else None for row in rows]
+    bands = [row.band if row is not None and _drawable(row.band) else None for row in rows]
     limits = [_limit(metric, row) for row in rows]
     seen = [
         v
@@ -288,12 +320,17 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
         if v is not None
     ]
     low, high, step = y_domain(seen)
+    scale = (bottom - top) / (high - low)
 
     def y_of(value: float) -> float:
-        return bottom - (value - low) / (high - low) * (bottom - top)
+        """The value's height, at the plot's edge when it is out of range."""
+        if not in_range(value):
+            return top if value > 0 else bottom
+        return min(bottom, max(top, bottom - (value - low) * scale))
 
     def ys(levels: Sequence[float | None]) -> list[float | None]:
-        return [None if v is None else y_of(v) for v in levels]
+        """Heights of a line, broken where a level is missing or out of range."""
+        return [y_of(v) if v is not None and in_range(v) else None for v in levels]
 
     xs = _x_positions([n.at for n in series.nights], left, right)
     spans = _spans(xs, left, right)
@@ -303,7 +340,7 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
             continue
         href = task_instance_url(base, dag_id, night.run_id, task_id, night.map_index)
         title = _tooltip(night.day, row, unit)
-        y = bottom if row.value is None else y_of(row.value)
+        y = bottom if row.value is None else y_of(row.value)  # out of range: at the edge
         marks.append(Mark(x, y, row.kind.value, title, href))
         if row.accepted:
             accepted.append(Mark(x, top, "accepted", title, href))
@@ -314,13 +351,14 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
     failing = sum(1 for row in rows if row is not None and row.kind.failed)
     latest = next((row for row in reversed(rows) if row is not None), None)
     summary = (
-        f"{metric}{' of ' + series.key.transaction if series.key.transaction else ''}: "
+        f"{clip(metric, NAME_CHARS)}"
+        f"{' of ' + clip(series.key.transaction, NAME_CHARS) if series.key.transaction else ''}: "
         f"{sum(1 for r in rows if r is not None)} nights, {failing} failing"
         + (f", latest {number(latest.value)} {unit} ({latest.kind.label})" if latest else "")
     )
     return Chart(
-        title=metric,
-        transaction=series.key.transaction,
+        title=clip(metric, NAME_CHARS),
+        transaction=None if series.key.transaction is None else clip(series.key.transaction, NAME_CHARS),
         unit=unit,
         direction=_direction(metric),
         width=WIDTH,

@@ -6,14 +6,15 @@ templates show both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from functools import lru_cache
 from urllib.parse import quote
 
-from airflow_provider_loadtest.plugins.rows import Row, RunResult, Status
+from airflow_provider_loadtest.plugins.bounds import SERIES_DRAWN
+from airflow_provider_loadtest.plugins.rows import Row, RunResult
 
 #: Task instance states in which the task has not ended yet (it may still return a verdict).
 _NOT_ENDED = frozenset(
@@ -54,25 +55,27 @@ class Night:
         return self.at.strftime("%Y-%m-%d")
 
     @property
-    def failing(self) -> list[Row]:
-        return [row for row in self.result.rows if row.kind.failed]
+    def failing(self) -> tuple[Row, ...]:
+        """The failing rows read (``result.left_out_failing`` counts those past the rows read)."""
+        return self.result.failing
 
     @property
     def verdict(self) -> Verdict:
         result = self.result
         if not result.has_result:
             return Verdict.RUNNING if self.ti_state in _NOT_ENDED else Verdict.NO_VERDICT
-        if self.failing:
+        if result.failing_entries or result.left_out_failing:
             return Verdict.FAIL
         if self.ti_state == "failed":
             return Verdict.RUN_FAILED
-        if any(row.kind is Status.SUSPECTED for row in result.rows):
+        if result.suspected:
             return Verdict.SUSPECTED
-        return Verdict.PASS if result.rows else Verdict.NO_GATE
+        return Verdict.PASS if result.entries else Verdict.NO_GATE
 
     @property
     def accepted(self) -> list[Row]:
-        return [row for row in self.result.rows if row.accepted]
+        """The rows whose change a person accepted (the gate's note says so: read only on those)."""
+        return list(self.result.accepted)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ class Series:
 
 @dataclass(frozen=True)
 class TaskHistory:
-    """A gated task's nights, newest first, and its series (one per gated metric and transaction)."""
+    """A gated task's nights, newest first, and the series drawn (one per gated metric and transaction,
+    at most ``bounds.SERIES_DRAWN``), with every series' key."""
 
     dag_id: str
     task_id: str
@@ -102,44 +106,67 @@ class TaskHistory:
     #: How many nights exist in all (``nights`` may hold only the newest ones).
     total: int
     series: tuple[Series, ...] = field(default=())
+    #: Every series of these nights, the drawn ones first (all requests' first, then by transaction).
+    keys: tuple[SeriesKey, ...] = field(default=())
+    #: The transaction the series were chosen from (None: all of them).
+    transaction: str | None = None
 
     @property
     def metrics(self) -> list[str]:
         """The metrics of all requests, for the table's columns."""
-        return [s.key.metric for s in self.series if s.key.transaction is None]
+        return [k.metric for k in self.keys if k.transaction is None]
 
     @property
     def transactions(self) -> list[str]:
-        return list(dict.fromkeys(s.key.transaction for s in self.series if s.key.transaction))
+        return list(dict.fromkeys(k.transaction for k in self.keys if k.transaction is not None))
+
+    @property
+    def left_out(self) -> tuple[SeriesKey, ...]:
+        """The series not drawn."""
+        drawn = {s.key for s in self.series}
+        return tuple(k for k in self.keys if k not in drawn)
 
     def series_of(self, transaction: str | None) -> list[Series]:
         return [s for s in self.series if s.key.transaction == transaction]
 
 
-def build(dag_id: str, task_id: str, nights: Sequence[Night], total: int | None = None) -> TaskHistory:
-    """The history of ``nights`` (in any order): series in the order the newest nights list them."""
+def build(
+    dag_id: str,
+    task_id: str,
+    nights: Sequence[Night],
+    total: int | None = None,
+    *,
+    drawn: int = SERIES_DRAWN,
+    transaction: str | None = None,
+) -> TaskHistory:
+    """The history of ``nights`` (in any order): the first ``drawn`` series (those of ``transaction``
+    only when given) in the order the newest nights list them, all requests' first.
+
+    Linear in the rows read: each night's rows are indexed once (``RunResult.by_series``), and only the
+    drawn series are looked up night by night."""
     newest_first = tuple(sorted(nights, key=lambda n: (n.at, n.map_index), reverse=True))
     oldest_first = newest_first[::-1]
-    keys: dict[SeriesKey, None] = {}
+    seen: dict[tuple[str, str | None], None] = {}
     for night in newest_first:
-        for row in night.result.rows:
-            keys.setdefault(SeriesKey(row.metric, row.transaction))
-    ordered = sorted(keys, key=lambda k: k.transaction is not None)  # all requests first, stable
-    series = []
-    for key in ordered:
-        rows = tuple(_row_of(night.result.rows, key) for night in oldest_first)
-        series.append(Series(key, oldest_first, rows))
+        seen.update(dict.fromkeys(night.result.by_series))
+    keys = [SeriesKey(metric, tx) for metric, tx in seen]
+    keys.sort(key=lambda k: k.transaction is not None)  # all requests first, stable
+    wanted = [k for k in keys if transaction is None or k.transaction == transaction]
+    chosen = wanted[: max(drawn, 0)]
+    series = tuple(
+        Series(key, oldest_first, tuple(n.result.row_of(key.metric, key.transaction) for n in oldest_first))
+        for key in chosen
+    )
+    others = set(wanted)
     return TaskHistory(
         dag_id=dag_id,
         task_id=task_id,
         nights=newest_first,
         total=len(nights) if total is None else total,
-        series=tuple(series),
+        series=series,
+        keys=(*wanted, *(k for k in keys if k not in others)),
+        transaction=transaction,
     )
-
-
-def _row_of(rows: Iterable[Row], key: SeriesKey) -> Row | None:
-    return next((r for r in rows if r.metric == key.metric and r.transaction == key.transaction), None)
 
 
 # --- links into Airflow's UI ---------------------------------------------------------------------
@@ -165,3 +192,10 @@ def task_url(base: str, dag_id: str, task_id: str) -> str:
 def task_instance_url(base: str, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
     url = f"{run_url(base, dag_id, run_id)}/tasks/{_segment(task_id)}"
     return url if map_index < 0 else f"{url}/mapped/{map_index}"
+
+
+def view_task_url(base: str, dag_id: str, task_id: str) -> str:
+    """A task's tab in this view (``plugins.URL_PREFIX``), as opened inside the tab's frame."""
+    from airflow_provider_loadtest.plugins import URL_PREFIX
+
+    return f"{base}{URL_PREFIX}/dags/{_segment(dag_id)}/tasks/{_segment(task_id)}"

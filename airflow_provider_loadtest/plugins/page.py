@@ -5,16 +5,32 @@ Plain data (the template only lays it out): every link built here, every value f
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
-from airflow_provider_loadtest.plugins.charts import Chart, charts, number, unit_of
+from airflow_provider_loadtest.plugins.bounds import (
+    COLUMNS,
+    FAILING_LISTED,
+    LINKED_NAME_CHARS,
+    NAME_CHARS,
+    NAMES_LISTED,
+    ROWS_PER_NIGHT,
+    SERIES_DRAWN,
+    TEXT_CHARS,
+    PageBudget,
+    clip,
+)
+from airflow_provider_loadtest.plugins.charts import Chart, chart, number, percent, unit_of
 from airflow_provider_loadtest.plugins.history import (
     Night,
+    Series,
     TaskHistory,
     Verdict,
     run_url,
     task_instance_url,
     task_url,
+    view_task_url,
 )
 from airflow_provider_loadtest.plugins.rows import Row
 
@@ -63,10 +79,24 @@ class TableRow:
 
 @dataclass(frozen=True)
 class ChartGroup:
-    """The charts of all requests (``transaction`` None) or of one transaction."""
+    """The charts of all requests (``transaction`` None) or of one transaction, built as the page is
+    rendered (``charts``): one chart at a time, none once the page is full or the viewer left."""
 
     transaction: str | None
-    charts: tuple[Chart, ...]
+    series: tuple[Series, ...]
+    base: str
+    dag_id: str
+    task_id: str
+
+    @property
+    def label(self) -> str:
+        return "" if self.transaction is None else clip(self.transaction, NAME_CHARS)
+
+    def charts(self, budget: PageBudget) -> Iterator[Chart]:
+        for one in self.series:
+            if budget.full:
+                return
+            yield chart(one, self.base, self.dag_id, self.task_id)
 
 
 @dataclass(frozen=True)
@@ -81,45 +111,108 @@ class TaskView:
     task_page: str
     latest_verdict: str
     latest_class: str
+    #: What the page left out, in sentences (series not drawn, columns, rows past a night's bound).
+    omitted: tuple[str, ...] = ()
+    #: Transactions whose series are not drawn here, each linked to a page that draws them.
+    more: tuple[tuple[str, str], ...] = ()
+    #: The transaction this page draws the charts of (None: the task's own choice).
+    transaction: str | None = None
+
+    def table(self, budget: PageBudget) -> Iterator[TableRow]:
+        """The table's rows while the page has room (the page says when it had to stop)."""
+        for row in self.rows:
+            if budget.full:
+                return
+            yield row
 
 
 def _failing(row: Row) -> str:
-    where = f" ({row.transaction})" if row.transaction else ""
-    return f"{row.metric}{where}: {row.reason or row.kind.label}"
+    where = f" ({clip(row.transaction, NAME_CHARS)})" if row.transaction else ""
+    return f"{clip(row.metric, NAME_CHARS)}{where}: {clip(row.reason or row.kind.label, TEXT_CHARS)}"
+
+
+def _failing_lines(night: Night) -> tuple[str, ...]:
+    result = night.result
+    failing = result.failing_entries
+    lines = [_failing(result.row(i)) for i in failing[:FAILING_LISTED]]
+    more = len(failing) - len(lines) + result.left_out_failing
+    if more:
+        lines.append(f"and {more:,} more failing row(s)")
+    return tuple(lines)
 
 
 def _accepted(rows: list[Row]) -> str:
     if not rows:
         return ""
-    names = ", ".join(f"{r.metric} ({r.transaction})" if r.transaction else r.metric for r in rows)
-    return f"{names}: {rows[0].accepted}"
+    names = ", ".join(
+        f"{clip(r.metric, NAME_CHARS)} ({clip(r.transaction, NAME_CHARS)})"
+        if r.transaction
+        else clip(r.metric, NAME_CHARS)
+        for r in rows[:FAILING_LISTED]
+    )
+    return clip(f"{names}: {rows[0].accepted}", TEXT_CHARS)
 
 
 def _cell(row: Row | None) -> Cell:
     if row is None:
         return Cell("-", "", "none", "not gated on this night")
-    change = f"{row.change_pct:+.1f} %" if row.change_pct is not None else ""
+    change = percent(row.change_pct) if row.change_pct is not None else ""
     unit = unit_of(row.metric)
-    title = f"{row.metric}: {number(row.value)}{(' ' + unit) if unit else ''} ({row.kind.label})"
+    value = f"{number(row.value)}{(' ' + unit) if unit else ''}"
+    title = f"{clip(row.metric, NAME_CHARS)}: {value} ({row.kind.label})"
     if row.reason:
-        title += f": {row.reason}"
+        title += f": {clip(row.reason, TEXT_CHARS)}"
     return Cell(number(row.value), change, row.kind.value, title)
 
 
-def task_view(history: TaskHistory, base: str) -> TaskView:
-    """The view of one task's history; ``base``: Airflow's path prefix for links into its UI."""
-    dag_id, task_id = history.dag_id, history.task_id
-    groups = [ChartGroup(None, tuple(charts(history.series_of(None), base, dag_id, task_id)))]
-    groups += [
-        ChartGroup(tx, tuple(charts(history.series_of(tx), base, dag_id, task_id)))
-        for tx in history.transactions
+def _omitted(history: TaskHistory, columns: list[str], base: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """What the page leaves out of ``history``, said in sentences, and the transactions to link."""
+    said: list[str] = []
+    left_out = history.left_out
+    if left_out:
+        said.append(
+            f"{len(left_out):,} of {len(history.keys):,} series are not drawn here (a page draws at most "
+            f"{SERIES_DRAWN}); each transaction below opens its own charts."
+        )
+    if len(history.metrics) > len(columns):
+        said.append(
+            f"The table shows {len(columns)} of the {len(history.metrics):,} metrics of all requests."
+        )
+    rows_left = sum(n.result.left_out for n in history.nights)
+    if rows_left:
+        crowded = sum(1 for n in history.nights if n.result.left_out)
+        said.append(
+            f"{crowded:,} night(s) have more than {ROWS_PER_NIGHT:,} gate rows: the {rows_left:,} rows past "
+            "them are not read (their failures are counted in each night's verdict)."
+        )
+    names = list(dict.fromkeys(k.transaction for k in left_out if k.transaction is not None))
+    page = view_task_url(base, history.dag_id, history.task_id)
+    links = [
+        (
+            clip(n, NAME_CHARS),
+            f"{page}?{urlencode({'transaction': n})}" if len(n) <= LINKED_NAME_CHARS else "",
+        )
+        for n in names[:NAMES_LISTED]
     ]
-    metrics = history.metrics
+    if len(names) > NAMES_LISTED:
+        said.append(f"{len(names) - NAMES_LISTED:,} more transactions are not named here.")
+    return said, links
+
+
+def task_view(history: TaskHistory, base: str) -> TaskView:
+    """The view of one task's history; ``base``: Airflow's path prefix for links into its UI. Linear in
+    the nights and the series drawn; the charts themselves are built as the page is rendered."""
+    dag_id, task_id = history.dag_id, history.task_id
+    transactions = list(dict.fromkeys(s.key.transaction for s in history.series))
+    groups = [
+        ChartGroup(tx, tuple(history.series_of(tx)), base, dag_id, task_id)
+        for tx in sorted(transactions, key=lambda tx: tx is not None)
+    ]
+    metrics = history.metrics[:COLUMNS]
     rows = []
     for night in history.nights:
-        by_metric = {r.metric: r for r in night.result.rows if r.transaction is None}
-        verdict = night.verdict
         result = night.result
+        verdict = night.verdict
         rows.append(
             TableRow(
                 night=night,
@@ -127,23 +220,27 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
                 ti_href=task_instance_url(base, dag_id, night.run_id, task_id, night.map_index),
                 verdict=verdict.value,
                 verdict_class=_VERDICT_CLASS[verdict],
-                failing=tuple(_failing(row) for row in night.failing),
+                failing=_failing_lines(night),
                 accepted=_accepted(night.accepted),
-                cells=tuple(_cell(by_metric.get(m)) for m in metrics),
+                cells=tuple(_cell(result.row_of(m, None)) for m in metrics),
                 report_url=result.report_url,
-                report_label=result.bench_result_id or "report",
+                report_label=clip(result.bench_result_id or "report", NAME_CHARS),
             )
         )
     latest = rows[0] if rows else None
+    omitted, more = _omitted(history, metrics, base)
     return TaskView(
         dag_id=dag_id,
         task_id=task_id,
         total=history.total,
         shown=len(history.nights),
-        groups=tuple(g for g in groups if g.charts),
-        headers=tuple((short_label(m), m) for m in metrics),
+        groups=tuple(g for g in groups if g.series),
+        headers=tuple((clip(short_label(m), NAME_CHARS), clip(m, NAME_CHARS)) for m in metrics),
         rows=tuple(rows),
         task_page=task_url(base, dag_id, task_id),
         latest_verdict=latest.verdict if latest else "",
         latest_class=latest.verdict_class if latest else "neutral",
+        omitted=tuple(omitted),
+        more=tuple(more),
+        transaction=history.transaction,
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.models.dagrun import DagRun
 from airflow.models.taskinstance import TaskInstance
 from airflow.models.xcom import XComModel
-from sqlalchemy import and_, func, select
+from sqlalchemy import Text, and_, func, select, type_coerce
 from sqlalchemy.orm import aliased
 
 from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
@@ -73,7 +73,9 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
             started.dag_run_id,
             started.run_id,
             started.map_index,
-            result.value,
+            # As stored, not decoded by the column's JSON type: ``RunResult.from_json`` decodes only what
+            # the page reads (a gate of 200 series over a year: 25 MB of JSON, 0.35 s for ``json``).
+            type_coerce(result.value, Text),
             DagRun.run_after,
             DagRun.logical_date,
             TaskInstance.state,
@@ -102,7 +104,7 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
         .limit(limit)
     )
     found = list(session.execute(query))
-    records = _records(session, task_id, [(row[0], row[2]) for row in found if _value(row[3]) is None])
+    records = _records(session, task_id, [(row[0], row[2]) for row in found if row[3] is None])
     return [
         Night(
             run_id=run_id,
@@ -110,10 +112,25 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
             run_after=run_after,
             logical_date=logical_date,
             ti_state=None if state is None else str(getattr(state, "value", state)),
-            result=RunResult.from_xcom(_value(result_value), records.get((dag_run_id, map_index))),
+            result=_result(result_value, records.get((dag_run_id, map_index))),
         )
         for dag_run_id, run_id, map_index, result_value, run_after, logical_date, state in found
     ]
+
+
+def _result(stored: Any, record: Any) -> RunResult:
+    """A night's result from its stored value: JSON text (SQLite, MySQL), or a value the database
+    driver decoded already (PostgreSQL's JSONB)."""
+    if isinstance(stored, str | bytes):
+        return RunResult.from_json(stored, record)
+    return RunResult.from_xcom(_value(stored), record)
+
+
+def dag_exists(session: Session, dag_id: str) -> bool:
+    """Whether Airflow knows ``dag_id`` (a row in its ``dag`` table, as its own DAG endpoints ask)."""
+    from airflow.models.dag import DagModel
+
+    return session.scalar(select(DagModel.dag_id).where(DagModel.dag_id == dag_id)) is not None
 
 
 def _records(session: Session, task_id: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
