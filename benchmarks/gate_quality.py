@@ -584,6 +584,46 @@ def appendices(args: argparse.Namespace, drifts: list[DriftCell], window: int) -
     return parts
 
 
+def smoke_sizes(args: argparse.Namespace) -> None:
+    """--smoke: tiny sizes, enough to check that every table still comes out."""
+    if not args.smoke:
+        return
+    args.seasons, args.nights, args.no_otava, args.drift_seasons = 2, 20, True, 2
+    args.ceiling_samples = 200
+    args.shapes, args.cvs = ["gaussian", "outliers"], [0.05]
+    args.family_args = ["--smoke", *args.family_args]
+
+
+def add_family_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-family", action="store_true", help="leave out the family section (many series)")
+    parser.add_argument(
+        "--family-args",
+        type=shlex.split,
+        default=[],
+        help="options of the family section (benchmarks/gate_family.py), as one string",
+    )
+
+
+def family_section(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The gate as a whole, judging many series a night (issue 27): ``benchmarks/gate_family.py``'s
+    report, run with ``--family-args`` and this run's bound and settings."""
+    from benchmarks import gate_family
+
+    family_args = gate_family.parse_args(
+        [
+            "--max-regression-pct",
+            str(args.max_regression_pct),
+            "--settings",
+            json.dumps(args.settings),
+            *args.family_args,
+        ]
+    )
+    lines, figures = gate_family.run(family_args)
+    command = shlex.join(["python", "benchmarks/gate_family.py", *args.family_args])
+    heading = f"The gate as a whole: many series a night (`{command}`, the same bound and settings):"
+    return [heading, "", *lines], figures
+
+
 def write_docs(path: Path, section: str, command: str, report: list[str]) -> None:
     """Replace what lies between the section's markers in ``path`` with this run's tables and command."""
     begin, end = f"<!-- begin: {section} -->", f"<!-- end: {section} -->"
@@ -623,11 +663,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--docs", type=Path, help="write the tables into this page (docs/gate_quality.md)")
     parser.add_argument("--section", default="gate_quality", help="the page's markers to write between")
+    add_family_options(parser)
     args = parser.parse_args()
-    if args.smoke:
-        args.seasons, args.nights, args.no_otava, args.drift_seasons = 2, 20, True, 2
-        args.ceiling_samples = 200
-        args.shapes, args.cvs = ["gaussian", "outliers"], [0.05]
+    smoke_sizes(args)
     use_otava = not args.no_otava and OTAVA_PYTHON.exists()
     rules = ["history", "previous", *(["otava"] if use_otava else [])]
     settings = {**DEFAULT_HISTORY.__dict__, **args.settings}
@@ -668,6 +706,8 @@ def main() -> int:
         report += [tables(cells, args.max_regression_pct, rules, setup.start, setup.min_history), ""]
     report += appendices(args, drifts, int(settings["window"]))
     report.append(said(goals))
+    family = None if args.no_family else family_section(args)
+    report += ["", *family[0]] if family is not None else []
     print("\n".join(report))
     if args.docs:
         shown = [a for i, a in enumerate(sys.argv[1:]) if a != "--json" and sys.argv[i] != "--json"]
@@ -689,6 +729,7 @@ def main() -> int:
                 for c in cells
             ],
             "drift": [d.__dict__ for d in drifts],
+            "family": None if family is None else family[1],
         }
         args.json.write_text(json.dumps(figures, default=str))
     return 0

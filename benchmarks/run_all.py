@@ -59,7 +59,8 @@ BENCHMARKS = [
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
-    # .venv-otava exists (make otava-venv, which make bench runs). --smoke: two small cells, no Otava.
+    # .venv-otava exists (make otava-venv, which make bench runs), and its family section (gate_family.py:
+    # 41 and 201 series a night, ~10 min). --smoke: two small cells, no Otava, a tiny family.
     Benchmark("gate_quality.py", ["--docs", "docs/gate_quality.md"], ["--smoke"], json=True),
     # The floor of any one-night rule on each noise shape, beside the gate's figures (docs/gate_quality.md;
     # ~20 min full: the most powerful invariant tests by Monte Carlo, 20,000 draws of each hypothesis for
@@ -471,6 +472,53 @@ def gate_bound_rows(result: Any) -> list[list[str]]:
     ]
 
 
+def gate_family_rows(result: Any) -> list[list[str]]:
+    """Issue 27's targets for the gate as a whole (gate_quality.py's family section, from
+    benchmarks/gate_family.py): the family gate's worst cell of each, beside today's per-series rule's."""
+    goals = result["family"]["targets"] if result and result.get("family") else None
+
+    def text(figure: dict[str, Any] | None) -> str:
+        if figure is None:
+            return "not measured"
+        return f"{figure['value']:.1f} ± {figure['ci95']:.1f} (worst: {figure['where']})"
+
+    def cells(labels: list[str]) -> Callable[[], list[str]]:
+        def read() -> list[str]:
+            if goals is None:
+                raise KeyError("family")  # no family section in this run: the row says so
+            family, per_series = goals.get("family"), goals["per-series"]
+            ours = "; ".join(f"{label}: {text(family.get(label) if family else None)}" for label in labels)
+            if family is None:
+                ours = "the family gate is not there yet"
+            peers = "per-series: " + "; ".join(f"{label}: {text(per_series.get(label))}" for label in labels)
+            met = family is not None and all(family[label]["met"] for label in labels if label in family)
+            return [ours, peers, _verdict(met)]
+
+        return read
+
+    return [
+        row(
+            "Gate family: red clean nights per 100, 41 and 201 series",
+            "<= 1",
+            cells(["red clean nights /100 (<= 1)"]),
+        ),
+        row(
+            "Gate family: steps caught (one series +4 sd within 2 nights, +6 sd on the first; every series "
+            "+2.5 sd)",
+            ">= 90 %",
+            cells(
+                [
+                    "one +4 sd: within 2 %",
+                    "one +4 sd: 1st night %",
+                    "one +6 sd: 1st night %",
+                    "all +2.5 sd: 1st night %",
+                    "all +2.5 sd: within 3 %",
+                ]
+            ),
+        ),
+    ]
+
+
 #: Each benchmark's budget rows, read from its --json figures or else from its printed tables.
 BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("dag_parse.py", dag_parse_rows),
@@ -481,6 +529,7 @@ BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("plugin_page.py", plugin_page_rows),
     ("demo_split.py", demo_rows),
     ("gate_quality.py", gate_quality_rows),
+    ("gate_quality.py", gate_family_rows),
     ("gate_bound.py", gate_bound_rows),
 ]
 

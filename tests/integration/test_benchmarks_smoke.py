@@ -44,6 +44,8 @@ BUDGET_ROWS = (
     "Gate: a 4 sd step failed on its first night",
     "Gate: a 2.5 sd step failed within three nights",
     "Gate: the floor of any one-night rule",
+    "Gate family: red clean nights per 100",
+    "Gate family: steps caught",
     "JTL reader: peak RSS",
     "JTL reader: CPU time over pandas",
 )
