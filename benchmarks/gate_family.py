@@ -224,11 +224,14 @@ class Rule(Protocol):
         """Raise if ``judged`` (from ``start()``) is not what the public replay gives."""
 
 
+#: Settings of the gate as a whole: today's rule judges each series at its own defaults.
+FAMILY_SETTINGS = frozenset({"false_alarm_budget"})
+
+
 def history_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``HistorySettings`` fields among the settings (the family gate's own, such as
-    ``false_alarm_budget``, mean nothing to one series judged alone)."""
-    fields = set(gate_module.DEFAULT_HISTORY.__dict__)
-    return {k: v for k, v in settings.items() if k in fields}
+    """The settings for one series judged alone: all but the family gate's own (its per-night
+    false-alarm budget), so that the comparison stays today's rule whatever the family is told."""
+    return {k: v for k, v in settings.items() if k not in FAMILY_SETTINGS}
 
 
 class NightByNight:
@@ -898,14 +901,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="series per gate (odd)")
-    parser.add_argument("--seasons", nargs="+", type=int, default=[10, 6], help="per size (or one for all)")
-    parser.add_argument("--nights", nargs="+", type=int, default=[300, 120], help="counted nights, per size")
-    parser.add_argument("--branch-every", nargs="+", type=int, default=[5, 5], help="per size")
+    parser.add_argument("--seasons", nargs="+", type=int, default=[5, 3], help="per size (or one for all)")
+    parser.add_argument("--nights", nargs="+", type=int, default=[300, 150], help="counted nights, per size")
+    parser.add_argument("--branch-every", nargs="+", type=int, default=[6, 6], help="per size")
     parser.add_argument(
         "--per-series-seasons",
         nargs="+",
         type=int,
-        default=[4, 3],
+        default=[3, 2],
         help="of the seasons, those today's per-series rule judges too (per size)",
     )
     parser.add_argument(

@@ -208,3 +208,21 @@ def test_the_floor_of_one_series_among_many_falls_below_one_alone() -> None:
     bonferroni = 100 * NormalDist().cdf(4 - NormalDist().inv_cdf(1 - 0.01 / 41))
     assert many.power < alone.power - 10
     assert many.power > bonferroni - many.ci95
+
+
+needs_family = pytest.mark.skipif(
+    fam._gate("replay_gate_night") is None, reason="the family gate (replay_gate_night) is not there yet"
+)
+
+
+@needs_family
+def test_the_family_gate_night_by_night_is_replay_gate_and_so_is_its_replayed_form() -> None:
+    """Stepped night by night from ``Verdict.history`` it gives ``replay_gate``'s verdicts (``check``),
+    and the form that replays whole seasons for every branch counts the same."""
+    plan = fam.Plan(11, 1, 10, 5, 3.0, {}, 0)
+    keys = fam.gate_keys(11)
+    kind = fam.NOISE_BY_LABEL["shared 50 %"]
+    stepped, _ = fam.season(plan, kind, [fam.Family(keys, 3.0, {})], (2,), check=True)
+    replayed, _ = fam.season(plan, kind, [fam.FamilyReplayed(keys, 3.0, {})], (2,), check=True)
+    assert stepped == replayed
+    assert stepped[("red", "family")][1] == 10
