@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from airflow_provider_loadtest.hooks import loadtest as hook_module
+from tests import aio_service
 
 #: pytest-timeout's ceiling for one unit test (setup, call, teardown), in seconds. The slowest unit test
 #: takes a few seconds on 2 busy cores: a guard that loops forever (a fake service that answers RUNNING
@@ -35,3 +38,10 @@ def triggers_fire_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unit tests drive triggers in-process, with no scheduler to race: no settling seconds
     (``tests/unit/test_trigger_settle.py`` tests them)."""
     monkeypatch.setattr("airflow_provider_loadtest.triggers.common.EVENT_SETTLE_S", 0.0)
+
+
+@pytest.fixture(autouse=True)
+def _aiohttp_gets_its_network_back() -> Iterator[None]:
+    """A test that answered aiohttp's session (``tests.aio_service.answer_with``) leaves it as it was."""
+    yield
+    aio_service.stop_all()

@@ -1,4 +1,5 @@
-"""The triggerer's HTTP client: same retry rules and errors as the sync hook, over httpx."""
+"""The triggerer's HTTP client: same retry rules and errors as the sync hook, on aiohttp's own session
+(answered by ``tests.aio_service``; the bytes on the wire: ``test_transport.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
 import httpx
 import pytest
+from aiohttp.client_reqrep import ConnectionKey
 
 from airflow_provider_loadtest.api import endpoints
 from airflow_provider_loadtest.api.errors import LoadTestApiError
@@ -16,6 +19,7 @@ from airflow_provider_loadtest.decisions.watch import WatchOptions, watch_run
 from airflow_provider_loadtest.hooks import async_client
 from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings
+from tests.aio_service import answer_with
 from tests.conftest import API_KEY, BASE_URL
 
 SETTINGS = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url=BASE_URL + "/ui")
@@ -34,7 +38,8 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 def _call(handler: Callable[[httpx.Request], httpx.Response], request: endpoints.ApiRequest[Any]) -> Any:
     async def go() -> Any:
-        async with AsyncLoadTestClient(SETTINGS, transport=httpx.MockTransport(handler)) as client:
+        answer_with(handler)
+        async with AsyncLoadTestClient(SETTINGS) as client:
             return await client.call(request)
 
     return asyncio.run(go())
@@ -71,7 +76,7 @@ def test_get_retries_on_connect_error(sleeps: list[float]) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(request)
         if len(calls) == 1:
-            raise httpx.ReadError("reset", request=request)
+            raise aiohttp.ServerDisconnectedError()  # the connection dropped before an answer
         return httpx.Response(200, json={"id": "br-1", "state": "FINISHED"})
 
     assert _call(handler, endpoints.get_bench_result("br-1")).state == "FINISHED"
@@ -83,7 +88,7 @@ def test_start_is_not_retried_after_read_timeout(sleeps: list[float]) -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(request)
-        raise httpx.ReadTimeout("slow", request=request)
+        raise TimeoutError  # aiohttp's whole-request bound passed
 
     with pytest.raises(LoadTestApiError, match="not sent again"):
         _call(handler, endpoints.run_scenario("sc-1"))
@@ -96,7 +101,10 @@ def test_start_is_retried_when_connection_refused(sleeps: list[float]) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(request)
         if len(calls) == 1:
-            raise httpx.ConnectError("refused", request=request)
+            raise aiohttp.ClientConnectorError(
+                ConnectionKey("loadtest.example.test", 443, True, True, None, None, None),
+                ConnectionRefusedError(111, "Connection refused"),
+            )
         return httpx.Response(200, json={"id": "r", "benchResultIds": ["b"]})
 
     assert _call(handler, endpoints.run_scenario("sc-1")).bench_result_id == "b"
@@ -128,7 +136,8 @@ def test_drive_runs_the_shared_watch(sleeps: list[float]) -> None:
         return httpx.Response(200, json={"metrics": []})
 
     async def go() -> Any:
-        async with AsyncLoadTestClient(SETTINGS, transport=httpx.MockTransport(handler)) as client:
+        answer_with(handler)
+        async with AsyncLoadTestClient(SETTINGS) as client:
             steps = watch_run(
                 "br-1", WatchOptions(check_interval_s=7, fail_on_alarm_severity="CRITICAL"), started_at=0
             )

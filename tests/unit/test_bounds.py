@@ -32,6 +32,7 @@ from airflow_provider_loadtest.hooks.async_client import AsyncLoadTestClient
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
 from airflow_provider_loadtest.hooks.settings import ConnectionSettings, settings_from_connection
 from airflow_provider_loadtest.models import BenchResult, ThresholdAlarm
+from tests.aio_service import answer_with
 from tests.conftest import API_KEY, BASE_URL, connection_json
 
 log = logging.getLogger(__name__)
@@ -193,8 +194,8 @@ def test_async_reads_retry_on_500(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
 
     async def go() -> Any:
-        transport = httpx.MockTransport(lambda _r: next(answers))
-        async with AsyncLoadTestClient(settings, transport=transport) as client:
+        answer_with(lambda _r: next(answers))
+        async with AsyncLoadTestClient(settings) as client:
             return await client.call(endpoints.get_bench_result("br-1"))
 
     assert asyncio.run(go()).state == "RUNNING"
@@ -286,10 +287,8 @@ def test_the_async_client_names_the_redirect_host() -> None:
     settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
 
     async def go() -> Any:
-        transport = httpx.MockTransport(
-            lambda _r: httpx.Response(302, headers={"Location": "https://other.example.test/x"})
-        )
-        async with AsyncLoadTestClient(settings, transport=transport) as client:
+        answer_with(lambda _r: httpx.Response(302, headers={"Location": "https://other.example.test/x"}))
+        async with AsyncLoadTestClient(settings) as client:
             return await client.call(endpoints.get_bench_result("br-1"))
 
     with pytest.raises(LoadTestApiError, match=r"redirect to host 'other\.example\.test'"):
@@ -380,8 +379,8 @@ def _async_answer(body: bytes) -> Any:
     settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
 
     async def go() -> Any:
-        transport = httpx.MockTransport(lambda _r: httpx.Response(200, content=body))
-        async with AsyncLoadTestClient(settings, transport=transport) as client:
+        answer_with(lambda _r: httpx.Response(200, content=body))
+        async with AsyncLoadTestClient(settings) as client:
             return await client.call(endpoints.get_bench_result("br-1"))
 
     return asyncio.run(go())
@@ -432,8 +431,8 @@ def test_a_5xx_on_the_start_keeps_what_the_service_said_in_both_clients(
     settings = ConnectionSettings(base_url=BASE_URL, api_key=API_KEY, ui_url="x")
 
     async def go() -> Any:
-        transport = httpx.MockTransport(lambda _r: httpx.Response(503, text="maintenance until 16:00"))
-        async with AsyncLoadTestClient(settings, transport=transport) as client:
+        answer_with(lambda _r: httpx.Response(503, text="maintenance until 16:00"))
+        async with AsyncLoadTestClient(settings) as client:
             return await client.call(endpoints.run_scenario("sc-1"))
 
     with pytest.raises(LoadTestApiError, match="maintenance until 16:00"):

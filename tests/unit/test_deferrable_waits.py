@@ -1,5 +1,6 @@
 """Deferrable TemplateSensor and DownloadReportOperator: they defer, their triggers run with the async
-client (httpx.MockTransport), and execute_complete turns the event into the same result or error."""
+client (on aiohttp's session, answered by ``tests.aio_service``), and execute_complete turns the event
+into the same result or error."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from airflow_provider_loadtest.operators.report import DownloadReportOperator
 from airflow_provider_loadtest.sensors.template import TemplateSensor
 from airflow_provider_loadtest.triggers.report import ReportPrintTrigger
 from airflow_provider_loadtest.triggers.template import TemplateTrigger
+from tests.aio_service import answer_with
 from tests.conftest import API_KEY
 from tests.unit.test_hook import TEMPLATES, TEMPLATES_URL
 from tests.unit.test_report import FILE_URL, LIST_URL, PDF, RESULT_URL, TASKS_URL, _print_service
@@ -34,18 +36,15 @@ Handler = Callable[[httpx.Request], httpx.Response]
 
 @pytest.fixture
 def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Handler]]:
-    """Plug an httpx.MockTransport into every AsyncLoadTestClient; record the async sleeps as no-ops."""
+    """The service answers the async client on aiohttp's own session with the handler appended to
+    the list (``tests.aio_service``); the async sleeps are no-ops."""
     handlers: list[Handler] = []
-    real = async_client.AsyncLoadTestClient
-
-    def with_transport(settings: Any, *args: Any, **kwargs: Any) -> Any:
-        return real(settings, transport=httpx.MockTransport(handlers[0]))
 
     async def no_sleep(seconds: float) -> None:
         return None
 
-    monkeypatch.setattr(async_client, "AsyncLoadTestClient", with_transport)
     monkeypatch.setattr(async_client, "_sleep", no_sleep)
+    answer_with(lambda request: handlers[0](request))  # noqa: PLW0108 - the handler comes later
     yield handlers
 
 

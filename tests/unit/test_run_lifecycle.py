@@ -20,6 +20,7 @@ from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.links.report import REPORT_URL_XCOM_KEY, LoadTestReportLink
 from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY, RunScenarioOperator
 from airflow_provider_loadtest.triggers.run import LoadTestRunTrigger
+from tests.aio_service import answer_with
 from tests.airflow_context import TaskStateStore, mock_ti, task_context
 from tests.conftest import BASE_URL
 from tests.unit.test_hook import BENCH_REPORT, RUN_URL, TEMPLATES_URL
@@ -402,18 +403,12 @@ def _defer_and_resume(
 
 
 def _plug_async_service(monkeypatch: pytest.MonkeyPatch, handler: Any, sleep: Any) -> None:
-    """Every AsyncLoadTestClient talks to ``handler`` (an httpx.MockTransport); its pauses call ``sleep``."""
-    import httpx
-
+    """Every request of the async client (on aiohttp's own session) is answered by ``handler``
+    (``tests.aio_service``); its pauses call ``sleep``."""
     from airflow_provider_loadtest.hooks import async_client
 
-    real = async_client.AsyncLoadTestClient
     monkeypatch.setattr(async_client, "_sleep", sleep)
-    monkeypatch.setattr(
-        async_client,
-        "AsyncLoadTestClient",
-        lambda settings: real(settings, transport=httpx.MockTransport(handler)),
-    )
+    answer_with(handler)
 
 
 def _plug_answering_run(monkeypatch: pytest.MonkeyPatch, run_state: str = "RUNNING") -> list[str]:
