@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec, Unreadable
     from airflow_provider_loadtest.decisions.gate.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.judging import SeriesSpec
     from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
     from airflow_provider_loadtest.decisions.runs import StartedRun
@@ -76,7 +77,7 @@ class TransactionJudging(LifecycleBase):
         accepted: frozenset[str],
         *,
         must: bool,
-    ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None]:
+    ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None, list[SeriesSpec]]:
         """Read the run's JTL files once and judge each transaction (``decisions.gate.transactions``); also
         the slowest transactions for the log, named by a budget or not. A run without JTL files, or one
         that does not read, fails every transaction row as not measured. A task without a transaction
@@ -87,10 +88,11 @@ class TransactionJudging(LifecycleBase):
             judge_transaction_gate,
             needs_baseline_run,
             slowest_text,
+            transaction_series,
         )
 
         if not gate.active:
-            return [], {}, None
+            return [], {}, None, []
         summary = self._transaction_figures(run.bench_result_id, gate, must=must)
         if isinstance(summary, Unreadable):
             text = None if gate.active else f"The slowest transactions are not listed: {summary.reason}"
@@ -105,6 +107,9 @@ class TransactionJudging(LifecycleBase):
                 known = baseline.transactions
                 if not isinstance(summary, Unreadable) and needs_baseline_run(gate, summary, known):
                     baseline_summary = self._transaction_figures(baseline.bench_result_id, gate, must=must)
+        if spec.baseline == HISTORY:  # judged with the run's metrics, together (``evaluate``)
+            specs, unmatched = transaction_series(gate, summary)
+            return unmatched, {}, text, specs
         rows, series = judge_transaction_gate(
             gate,
             summary,
@@ -115,7 +120,7 @@ class TransactionJudging(LifecycleBase):
             accepted=accepted,
             settings=spec.history,
         )
-        return rows, series, text
+        return rows, series, text, []
 
     def _transaction_figures(
         self, bench_result_id: str, gate: TransactionGate, *, must: bool

@@ -48,6 +48,8 @@ class Judging(LifecycleBase):
         verdict = self._check_gate(context, run, outcome)
         if verdict is not None:
             result["gate"] = [row.to_xcom() for row in verdict.rows]
+            if verdict.night is not None:
+                result["night_effect"] = verdict.night.to_xcom()
         result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
         passed = outcome.succeeded and (verdict is None or verdict.passed)
         self._describe_outlet_events(context, result, passed, verdict)
@@ -148,7 +150,7 @@ class Judging(LifecycleBase):
                     ", ".join(moved),
                 )
         try:
-            rows, series, text = self._judge_transactions(
+            rows, series, text, specs = self._judge_transactions(
                 run, transactions, spec, baseline, history, accepted, must=outcome.succeeded
             )
             steps = evaluate(
@@ -162,6 +164,7 @@ class Judging(LifecycleBase):
                 transaction_rows=rows,
                 transaction_history=series,
                 transactions_log=text,
+                transaction_series=specs,
             )
             return self.hook.drive(steps, self.log)
         except Exception as exc:

@@ -21,7 +21,13 @@ from airflow.sdk import Asset
 
 from airflow_provider_loadtest.api.errors import LoadTestApiError
 from airflow_provider_loadtest.compat import AirflowFailException
-from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, GateRow, GateSpec, judge_history
+from airflow_provider_loadtest.decisions.gate import (
+    BASELINE_XCOM_KEY,
+    GateRow,
+    GateSpec,
+    family,
+    judge_history,
+)
 from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY, GateHistory
 from airflow_provider_loadtest.hooks import loadtest as hook_module
 from airflow_provider_loadtest.hooks.loadtest import LoadTestHook
@@ -335,8 +341,11 @@ HISTORY_GATE = {
 
 
 def test_a_transaction_regression_against_its_own_history_while_the_run_is_noise(
-    loadtest_conn: str, requests_mock: rm.Mocker
+    loadtest_conn: str, requests_mock: rm.Mocker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Checkout's p95 comes from 100 samples (5 beyond it): counted as a measurement here, see the
+    # test after this one for the default.
+    monkeypatch.setattr(family, "MIN_TAIL_SAMPLES", 5)
     _service(requests_mock, ["FINISHED"])
     requests_mock.post(SUMMARY_URL, json=[705.0])
     _two_generators(requests_mock)
@@ -351,6 +360,23 @@ def test_a_transaction_regression_against_its_own_history_while_the_run_is_noise
     assert history.series[("Checkout", P95)].recent[-1] == (1440.0, "regression_one_night")
     assert 1440.0 not in history.series[("Checkout", P95)].values
     assert history.series[(None, P95)].recent[-1] == (705.0, "noise")
+
+
+def test_a_p95_from_too_few_samples_is_judged_by_its_budget_only_and_stays_out_of_the_history(
+    loadtest_conn: str, requests_mock: rm.Mocker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _service(requests_mock, ["FINISHED"])
+    requests_mock.post(SUMMARY_URL, json=[705.0])
+    _two_generators(requests_mock)
+    season = _season()
+    context = _history_context(season.to_xcom())
+    result = _op(**HISTORY_GATE).execute(context)  # type: ignore[arg-type]
+    row = _rows(result["gate"])[("Checkout", P95)]
+    assert row.passed and row.status == "pass" and row.value == 1440.0
+    assert row.note is not None and "only 100 samples" in row.note and "at least 400" in row.note
+    assert "needs at least 400 to be a measurement" in capsys.readouterr().out
+    history = GateHistory.from_xcom(_pushed(context)[HISTORY_XCOM_KEY])
+    assert history.series[("Checkout", P95)] == season.series[("Checkout", P95)]
 
 
 def test_a_person_accepts_a_transaction_s_change_and_its_history_restarts(

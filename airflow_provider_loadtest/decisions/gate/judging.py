@@ -492,6 +492,7 @@ def evaluate(
     transaction_rows: Iterable[GateRow] = (),
     transaction_history: Mapping[SeriesKey, SeriesHistory] | None = None,
     transactions_log: str | None = None,
+    transaction_series: Iterable[SeriesSpec] = (),
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
@@ -501,7 +502,10 @@ def evaluate(
 
     The transactions' rows, judged beforehand from the run's JTL files (``decisions.gate.transactions``),
     join the verdict after the run's (``transaction_history``: their series for the next night), and
-    ``transactions_log`` (the slowest transactions) follows the table.
+    ``transactions_log`` (the slowest transactions) follows the table. Under ``baseline="history"``
+    the transactions come as ``transaction_series`` instead, judged here with the run's metrics
+    (``judge_gate``: one false-alarm budget and one night effect for every series of the night);
+    ``transaction_rows`` then holds only the rows of keys no sample answered.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -515,15 +519,36 @@ def evaluate(
         base_values = {m: _usable(baseline.metrics.get(m)) for m in spec.metric_ids}
         missing = [m for m, v in base_values.items() if v is None]
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
-    rows, next_history = judge_history(spec, values, base_values, history=history, accepted=accepted)
-    rows += transaction_rows
+    family: FamilyNight | None = None
+    if spec.baseline == HISTORY:
+        run_series = [
+            SeriesSpec(
+                (None, metric),
+                values.get(metric, Unreadable(f"the service gave no value of {metric}")),
+                spec.budgets.get(metric),
+                spec.max_regression_pct.get(metric),
+            )
+            for metric in spec.metric_ids
+        ]
+        rows, next_history, family = judge_gate(
+            [*run_series, *transaction_series], history, spec.history, accepted=accepted
+        )
+        rows += transaction_rows
+    else:
+        rows, _ = judge_history(spec, values, base_values)
+        rows += transaction_rows
+        next_history = None
     if next_history is not None and transaction_history:
-        next_history = load_history().GateHistory({**next_history.series, **transaction_history})
+        next_history = load_history().GateHistory(
+            {**next_history.series, **transaction_history}, night=next_history.night
+        )
     verdict = Verdict(
         rows=tuple(rows),
         baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
         note=baseline_note,
         history=next_history,
+        night=family.night if family is not None else None,
+        budget_text=family.budget_text if family is not None else None,
     )
     if spec.baseline == HISTORY:
         heading = f"Quality gate of run {bench_result_id} against the history of the last passing runs:"
@@ -538,16 +563,39 @@ def evaluate(
         )
     else:
         heading = f"Quality gate of run {bench_result_id} (budgets):"
-    notes = "".join(f"\n{line}" for line in verdict.notes())
+    notes = "".join(f"\n{line}" for line in [*verdict.notes(), *_previous_cost(spec, verdict)])
     after = f"\n{transactions_log}" if transactions_log else ""
     yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
 
 
+def _previous_cost(spec: GateSpec, verdict: Verdict) -> list[str]:
+    """Under ``baseline="previous"`` (or a pinned run) with many bounded series, what it costs: each
+    series is judged against one night with no measure of its noise, so a clean night fails when any
+    of them strays; said once, in the log of every run."""
+    if spec.baseline == HISTORY or spec.baseline is None:
+        return []
+    bounded = [row for row in verdict.rows if row.max_regression_pct is not None]
+    if len(bounded) < FAMILY_SIZE_TO_WARN:
+        return []
+    return [
+        f"Note: baseline={spec.baseline!r} judges each of these {len(bounded)} series against one "
+        "earlier night, with no measure of its noise: a clean night fails whenever any one of them "
+        "strays beyond its bound by chance, and the more series, the more often (measured on "
+        "simulated clean nights in docs/gate_quality.md). baseline='history' judges them together "
+        "under one false-alarm budget for the whole gate."
+    ]
+
+
+#: From this many bounded series on, a ``"previous"`` gate says in its log what it costs.
+FAMILY_SIZE_TO_WARN = 5
+
+
 def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | None) -> dict[str, Any]:
     """What an outlet asset event carries, so a DAG scheduled on the asset can read the verdict: the
     run, the values (``metrics`` for the run, ``transactions`` per JTL label), and the gate's rows (the
-    same fields as in XCom, ``GateRow.from_xcom`` reads them)."""
+    same fields as in XCom, ``GateRow.from_xcom`` reads them), and the night effect (every series'
+    shared movement, judged once for the run as a whole; None without one)."""
     return {
         "scenario_id": result.get("scenario_id"),
         "bench_result_id": result.get("bench_result_id"),
@@ -557,4 +605,5 @@ def asset_extra(result: Mapping[str, Any], *, passed: bool, verdict: Verdict | N
         "metrics": verdict.metrics if verdict is not None else {},
         "transactions": verdict.transactions if verdict is not None else {},
         "gate": [row.to_xcom() for row in verdict.rows] if verdict is not None else [],
+        "night_effect": verdict.night.to_xcom() if verdict is not None and verdict.night else None,
     }

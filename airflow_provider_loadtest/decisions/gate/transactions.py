@@ -46,6 +46,7 @@ from airflow_provider_loadtest.decisions.gate.history import (
 )
 
 if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.gate.judging import SeriesSpec
     from airflow_provider_loadtest.decisions.jtl_figures import JtlSummary
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "judge_transactions",
     "needs_baseline_run",
     "slowest_text",
+    "transaction_series",
     "unsampled_reason",
 ]
 
@@ -315,6 +317,48 @@ def needs_baseline_run(
     return any(known.get(label, {}).get(metric) is None for label, per in bounds.items() for metric in per)
 
 
+def transaction_series(
+    gate: TransactionGate, summary: JtlSummary | Unreadable
+) -> tuple[list[SeriesSpec], list[GateRow]]:
+    """Under ``baseline="history"``: each (transaction, metric) a budget or bound names, as a series
+    for ``judging.judge_gate`` to judge with the run's own metrics (one budget, one night effect), with
+    the samples behind it; and a failing row per key no sample answers (or for every key when the
+    run's JTL files could not be read)."""
+    from airflow_provider_loadtest.decisions.gate.judging import SeriesSpec
+
+    if isinstance(summary, Unreadable):
+        return [], [row for key in gate.named for row in _unmeasured_rows(gate, key, summary.reason)]
+    labels = summary.labels
+    budgets, unmatched = _assignments(gate.budgets.budgets, labels)
+    bounds, unbounded = _assignments(gate.bounds, labels)
+    series = []
+    for label in dict.fromkeys([*budgets, *bounds]):
+        stats = summary.transactions[label]
+        own_budgets, own_bounds = budgets.get(label, {}), bounds.get(label, {})
+        for metric in dict.fromkeys([*own_budgets, *own_bounds]):
+            value = stats.metric(metric)
+            series.append(
+                SeriesSpec(
+                    (label, metric),
+                    value if value is not None else Unreadable(NO_COLUMN),
+                    own_budgets.get(metric),
+                    own_bounds.get(metric),
+                    samples=_samples(stats),
+                )
+            )
+    rows = [
+        row
+        for key in dict.fromkeys([*unmatched, *unbounded])
+        for row in _unmeasured_rows(gate, key, unsampled_reason(key, labels))
+    ]
+    return series, rows
+
+
+def _samples(stats: Any) -> int:
+    """The samples a transaction's figures come from (a Transaction Controller's own rows aside)."""
+    return int(stats.hits) - int(getattr(stats, "controller_rows", 0) or 0)
+
+
 def judge_transaction_gate(
     gate: TransactionGate,
     summary: JtlSummary | Unreadable,
@@ -338,6 +382,15 @@ def judge_transaction_gate(
     """
     if isinstance(summary, Unreadable):
         return [row for key in gate.named for row in _unmeasured_rows(gate, key, summary.reason)], {}
+    if baseline == HISTORY:  # every transaction judged together (``judging.judge_gate``)
+        from airflow_provider_loadtest.decisions.gate.judging import judge_gate
+
+        series_specs, unmatched_rows = transaction_series(gate, summary)
+        together, next_history, _ = judge_gate(
+            series_specs, history, settings or DEFAULT_HISTORY, accepted=accepted
+        )
+        keys = {one.key for one in series_specs}
+        return together + unmatched_rows, {k: v for k, v in next_history.series.items() if k in keys}
     labels = summary.labels
     budgets, unmatched = _assignments(gate.budgets.budgets, labels)
     bounds, unbounded = _assignments(gate.bounds, labels)
