@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateRow, GateSpec
     from airflow_provider_loadtest.decisions.gate.history import GateHistory, SeriesHistory, SeriesKey
+    from airflow_provider_loadtest.decisions.gate.judging import SeriesSpec
     from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome
@@ -159,4 +160,4 @@ class LifecycleBase(LoadTestHookMixin):
             accepted: frozenset[str],
             *,
             must: bool,
-        ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None]: ...
+        ) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory], str | None, list[SeriesSpec]]: ...
