@@ -159,7 +159,16 @@ class FailureCounts:
     ``MAX_DISTINCT`` bounds the distinct (label, text) pairs this holds, for messages and codes alike.
     """
 
-    __slots__ = ("codes", "controllers", "distinct", "messages", "other_codes", "other_messages", "run_codes")
+    __slots__ = (
+        "codes",
+        "controllers",
+        "distinct",
+        "messages",
+        "other_codes",
+        "other_messages",
+        "run_codes",
+        "shown",
+    )
 
     def __init__(self) -> None:
         self.messages: dict[str, Counter[str]] = {}
@@ -169,22 +178,31 @@ class FailureCounts:
         self.run_codes: Counter[str] = Counter()
         self.controllers: set[str] = set()
         self.distinct = 0
+        self.shown: dict[str, str] = {}  # raw text -> as shown (masking costs: texts repeat per batch)
 
     def add(self, label: str, codes: Iterable[str], messages: Iterable[str], *, controller: bool) -> None:
         """A label's failed samples of a batch: their response codes and raw messages; ``controller``:
         they are a Transaction Controller's rows (left out of the run's failures by code)."""
         code_counts = Counter(codes)
-        self._count(self.codes, self.other_codes, label, code_counts, _shown)
-        self._count(self.messages, self.other_messages, label, Counter(messages), _shown)
+        self._count(self.codes, self.other_codes, label, code_counts, self._shown)
+        self._count(self.messages, self.other_messages, label, Counter(messages), self._shown)
         if controller:
             self.controllers.add(label)
         else:
             for code, count in code_counts.items():
-                shown = _shown(code)
+                shown = self._shown(code)
                 if shown in self.run_codes or len(self.run_codes) < MAX_DISTINCT:
                     self.run_codes[shown] += count
                 else:
                     self.run_codes[OTHER] += count
+
+    def _shown(self, text: str) -> str:
+        shown = self.shown.get(text)
+        if shown is None:
+            if len(self.shown) >= MAX_DISTINCT:
+                self.shown.clear()
+            shown = self.shown[text] = _shown(text)
+        return shown
 
     def _count(
         self,

@@ -39,7 +39,8 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import add, itemgetter
+from itertools import compress
+from operator import add, and_, itemgetter
 from typing import Any
 
 from airflow_provider_loadtest.decisions.samples.failures import FailureCounts
@@ -494,7 +495,7 @@ class JtlFile:
                     except ValueError:
                         self._malformed(columns, rows, lambda row: is_whole(received(row)), "bytes")
                 if failed:
-                    self._failed(columns, label, group, success, flags)
+                    self._failed(columns, label, group, outcomes, flags)
         except BadValue as bad:
             raise self._bad_value(bad) from None
         self.samples += len(rows)
@@ -526,28 +527,27 @@ class JtlFile:
         columns: _Columns,
         label: str,
         group: list[list[str]],
-        success: Callable[[Sequence[str]], str],
+        outcomes: list[str],
         flags: list[bool] | None,
     ) -> None:
         """Count the failed samples of a label's group: their codes and messages (``failureMessage``,
         else ``responseMessage``), Transaction Controller rows apart."""
         code, failure = columns.getter("responseCode"), columns.getter("failureMessage")
         response = columns.getter("responseMessage")
-        marks = flags if flags is not None else [False] * len(group)
-        for controller in (False, True) if flags is not None else (False,):
-            bad = [
-                row
-                for row, mark in zip(group, marks, strict=True)
-                if mark is controller and success(row) == "false"
-            ]
+        failed = list(map("false".__eq__, outcomes))
+        kinds: tuple[tuple[bool, list[list[str]]], ...] = ((False, list(compress(group, failed))),)
+        if flags is not None:
+            kinds = (
+                (False, list(compress(group, map(lambda bad, mark: bad and not mark, failed, flags)))),
+                (True, list(compress(group, map(and_, failed, flags)))),
+            )
+        for controller, bad in kinds:
             if not bad:
                 continue
-            codes = [code(row) for row in bad] if code is not None else [""] * len(bad)
-            messages = [
-                (failure(row) if failure is not None else "")
-                or (response(row) if response is not None else "")
-                for row in bad
-            ]
+            codes = list(map(code, bad)) if code is not None else [""] * len(bad)
+            messages = list(map(failure, bad)) if failure is not None else [""] * len(bad)
+            if response is not None and not all(messages):
+                messages = [text or response(row) for text, row in zip(messages, bad, strict=True)]
             self.failures.add(label, codes, messages, controller=controller)
 
     def _span(
