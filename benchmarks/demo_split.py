@@ -44,7 +44,10 @@ from devtools.local_airflow import AirflowHome, connection_env
 ROOT = Path(__file__).resolve().parents[1]
 #: As ``make demo`` runs it (devtools/demo.py: ``--run-seconds`` default, the gate's scenario and nights).
 RUN_SECONDS = 6.0
-GATE = {"AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "slower-scenario"}
+GATE = {
+    "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "slower-scenario",
+    "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": "slower-scenario",
+}
 
 
 @dataclass(frozen=True)

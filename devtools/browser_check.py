@@ -140,9 +140,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(home: AirflowHome, log_path: Path) -> Iterator[str]:
-    """Airflow's api-server on 127.0.0.1 for the ``with`` block; its whole process group ends after."""
-    port = free_port()
+def api_server(home: AirflowHome, log_path: Path, port: int | None = None) -> Iterator[str]:
+    """Airflow's api-server on 127.0.0.1 (``port``, or a free one) for the ``with`` block; its whole
+    process group ends after."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     env = home.env(
         {
@@ -340,7 +341,7 @@ def run_gate_nights(home: AirflowHome) -> list[dict[str, Any]]:
         )
         result = home.dags_test(
             GATE_DAG_ID,
-            {"AIRFLOW_VAR_LOADTEST_SCENARIO_ID": night.scenario},
+            {"AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": night.scenario},
             timeout=300,
             logical_date=night.day,
             conf={ACCEPT_CHANGE: True} if night.accept else None,

@@ -1,19 +1,24 @@
-"""The one-command demo: the scheduled example DAG, end to end, in a real Airflow, fully offline.
+"""The one-command demo: the example DAGs, end to end, in a real Airflow, fully offline.
 
 ``make demo`` (or ``python -m devtools.demo``) starts the bundled service simulator on
-127.0.0.1, prepares a throwaway AIRFLOW_HOME, points ``loadtest_default`` at the simulator, runs
-``airflow dags test`` for the example DAGs (``loadtest_nightly``, then ``loadtest_nightly_report``,
-whose PDF report and run files are kept in ``./demo-reports``), then the release gate
-(``loadtest_release_gate``, ``baseline="history"``, on the simulator's ``slower-scenario``: a few
-percent of noise from run to run, and 20 % slower at every run). A real season of nightly load tests
-would take weeks, so the demo stands in for one: the history that 20 passing nights at the scenario's
-usual speed would have left (the simulator's own figures and noise, judged by the gate's own code) is
-put in XCom on the DAG run of the day before. Then two real nights: the first is judged noise against
-that history and passes, the second (20 % slower) is a regression and fails. Last, one night of the
-transaction gate (``loadtest_transaction_gate``) on the same scenario, whose third run has slowed
-Checkout almost fivefold while the run's own p95 grew by half: the run's gate passes, Checkout's
-budget fails, and the log lists the slowest transactions. It prints what happened and cleans up, even
-when a step fails. Exits non-zero when a DAG run did not end as expected.
+127.0.0.1, prepares an Airflow home in ``./demo-airflow`` (made anew by every demo, kept afterwards),
+points ``loadtest_default`` at the simulator, runs ``airflow dags test`` for the example DAGs
+(``loadtest_nightly``, then ``loadtest_nightly_report``, whose PDF report and run files are kept in
+``./demo-reports``), then the release gate (``loadtest_release_gate``, ``baseline="history"``, on the
+simulator's ``slower-scenario``: a few percent of noise from run to run, and 20 % slower at every run).
+A real season of nightly load tests would take weeks, so the demo stands in for one: the history that
+20 passing nights at the scenario's usual speed would have left (the simulator's own figures and noise,
+judged by the gate's own code) is put in XCom on the DAG run of the day before. Then two real nights:
+the first is judged noise against that history and passes, the second (20 % slower) is a regression
+and fails. Last, one night of the transaction gate (``loadtest_transaction_gate``) on the same
+scenario, whose third run has slowed Checkout almost fivefold while the run's own p95 grew by half: the
+run's gate passes, Checkout's budget fails, and the log lists the slowest transactions. It prints what
+happened, then how to see those nights in the "Load tests" view, and stops the simulator even when a
+step fails. Exits non-zero when a DAG run did not end as expected.
+
+``make demo-ui`` (``python -m devtools.demo --serve``) serves that Airflow home with Airflow's
+api-server on 127.0.0.1 (port 8080 unless ``--port``), everyone signed in as admin (Airflow's simple
+auth manager), until Ctrl-C; then the api-server and its workers stop.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import queue
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -98,6 +102,13 @@ def _simulator_requests(url: str) -> list[dict[str, Any]]:
     return list(data["requests"] if isinstance(data, dict) else data)
 
 
+#: Where the demo keeps its Airflow home (relative to the folder it runs in), and the file that marks
+#: a folder as one the demo made (so that it never deletes anything else).
+DEMO_HOME = Path("demo-airflow")
+HOME_MARK = ".loadtest-demo-home"
+UI_PORT = 8080
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -118,42 +129,101 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--run-seconds", type=float, default=6.0, help="how long each simulated load test lasts"
     )
-    parser.add_argument("--keep-home", action="store_true", help="keep the throwaway AIRFLOW_HOME for a look")
+    parser.add_argument(
+        "--home", type=Path, default=DEMO_HOME, help="the demo's Airflow home (default: ./demo-airflow)"
+    )
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the home of the last demo with the Load tests view"
+    )
+    parser.add_argument("--port", type=int, default=UI_PORT, help="the port --serve listens on")
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.home, args.port)
 
     dag_ids = args.dag_ids or ["loadtest_nightly", "loadtest_nightly_report"]
     started = time.monotonic()
-    home_dir = Path(tempfile.mkdtemp(prefix="loadtest-demo-airflow-"))
+    home_dir = fresh_home(args.home)
     failed = []
+    with simulator_process(args.run_seconds) as (url, api_key):
+        print(f"[demo] simulator listening on {url}")
+        print(f"[demo] preparing Airflow in {home_dir} (airflow db migrate; kept after the demo)")
+        home = AirflowHome(home_dir, [args.dags_folder])
+        (home_dir / HOME_MARK).write_text("made by make demo; make demo makes it anew\n")
+        env = {
+            **connection_env(url, api_key),
+            "AIRFLOW_VAR_LOADTEST_REPORT_ROOT": str(args.reports_dir.resolve()),
+        }
+        for dag_id in dag_ids:
+            starts_before = _count_starts(url)
+            print(f"[demo] running: airflow dags test {dag_id}")
+            result = home.dags_test(dag_id, env)
+            (home_dir / f"{dag_id}.log").write_text(result.output)
+            _describe(dag_id, result, starts=_count_starts(url) - starts_before)
+            if not result.succeeded:
+                failed.append(dag_id)
+                print(result.output[-4000:], file=sys.stderr)
+        if not args.dag_ids and not _gate_demo(home, env):
+            failed.append(GATE_DAG_ID)
+        if not args.dag_ids and not _transaction_demo(home, env):
+            failed.append(TRANSACTION_DAG_ID)
+        print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
+    print(how_to_see_the_view(home_dir, [] if args.dag_ids else [GATE_DAG_ID, TRANSACTION_DAG_ID]))
+    return 1 if failed else 0
+
+
+def fresh_home(path: Path) -> Path:
+    """``path``, empty: a home an earlier demo made is removed first; anything else there is refused."""
+    path = path.resolve()
+    if path.exists():
+        if not (path / HOME_MARK).exists():
+            raise SystemExit(f"[demo] {path} exists and was not made by the demo: move it, or pass --home")
+        shutil.rmtree(path)
+    return path
+
+
+def how_to_see_the_view(home: Path, dag_ids: list[str], port: int = UI_PORT) -> str:
+    """What the demo prints last: where its Airflow is, and the command and URLs of the Load tests view."""
+    lines = [
+        f"[demo] Airflow home kept in {home} (each make demo makes it anew).",
+        "[demo] To see these nights in the Load tests view: run `make demo-ui` (until Ctrl-C), then open",
+    ]
+    lines += [f"[demo]   http://127.0.0.1:{port}/loadtest/dags/{dag_id}" for dag_id in dag_ids]
+    if not dag_ids:
+        lines.append(f"[demo]   http://127.0.0.1:{port}/loadtest/dags/<dag_id> (a DAG with a gated task)")
+    return "\n".join(lines)
+
+
+def serve(home: Path, port: int) -> int:
+    """Airflow's api-server on the demo's home, signed in as admin, until Ctrl-C (or SIGTERM)."""
+    import signal
+
+    from devtools.browser_check import CheckFailed, api_server
+
+    home = home.resolve()
+    if not (home / HOME_MARK).exists():
+        print(f"[demo-ui] no demo Airflow home in {home}: run `make demo` first", file=sys.stderr)
+        return 2
+    airflow = AirflowHome.existing(home)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C even where the shell started us ignoring it
+        signal.signal(signum, lambda *_: stop.set())
+    log = home / "api-server.log"
+    print(f"[demo-ui] starting Airflow's api-server on {home} (log: {log})")
     try:
-        with simulator_process(args.run_seconds) as (url, api_key):
-            print(f"[demo] simulator listening on {url}")
-            print(f"[demo] preparing a throwaway Airflow in {home_dir} (airflow db migrate)")
-            home = AirflowHome(home_dir, [args.dags_folder])
-            env = {
-                **connection_env(url, api_key),
-                "AIRFLOW_VAR_LOADTEST_REPORT_ROOT": str(args.reports_dir.resolve()),
-            }
-            for dag_id in dag_ids:
-                starts_before = _count_starts(url)
-                print(f"[demo] running: airflow dags test {dag_id}")
-                result = home.dags_test(dag_id, env)
-                (home_dir / f"{dag_id}.log").write_text(result.output)
-                _describe(dag_id, result, starts=_count_starts(url) - starts_before)
-                if not result.succeeded:
-                    failed.append(dag_id)
-                    print(result.output[-4000:], file=sys.stderr)
-            if not args.dag_ids and not _gate_demo(home, env):
-                failed.append(GATE_DAG_ID)
-            if not args.dag_ids and not _transaction_demo(home, env):
-                failed.append(TRANSACTION_DAG_ID)
-            print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
-            return 1 if failed else 0
-    finally:
-        if args.keep_home:
-            print(f"[demo] kept {home_dir}")
-        else:
-            shutil.rmtree(home_dir, ignore_errors=True)
+        with api_server(airflow, log, port=port) as url:
+            print(f"[demo-ui] Airflow: {url} (signed in as admin)")
+            for dag_id in (GATE_DAG_ID, TRANSACTION_DAG_ID):
+                print(f"[demo-ui] Load tests view: {url}/loadtest/dags/{dag_id}")
+            print("[demo-ui] Ctrl-C stops it")
+            while not stop.wait(0.5):
+                pass
+    except KeyboardInterrupt:
+        pass
+    except CheckFailed as exc:
+        print(f"[demo-ui] {exc}", file=sys.stderr)
+        return 1
+    print("[demo-ui] api-server stopped")
+    return 0
 
 
 GATE_DAG_ID = "loadtest_release_gate"
@@ -204,7 +274,7 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     happened."""
     from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
 
-    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": GATE_SCENARIO}
+    env = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": GATE_SCENARIO}
     print(
         f"[demo] standing in for an earlier season: the gate history of {SEASON_NIGHTS} passing nights of "
         f"{GATE_SCENARIO} at its usual speed, left in XCom on the DAG run of {SEASON_DATE}"
@@ -253,7 +323,7 @@ def _transaction_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     """One night of the transaction gate on the scenario the release gate just ran twice (its third run:
     Checkout far slower, the run as a whole much less): the run's rows pass, Checkout's budget fails.
     True when that happened."""
-    env = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": GATE_SCENARIO}
+    env = {**env, "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": GATE_SCENARIO}
     night = f"{TRANSACTION_DAG_ID} {TRANSACTION_NIGHT}"
     print(f"[demo] running: airflow dags test {night} (scenario {GATE_SCENARIO})")
     result = home.dags_test(TRANSACTION_DAG_ID, env, logical_date=TRANSACTION_NIGHT)

@@ -71,6 +71,13 @@ class AirflowHome:
                 shutil.copy(dag_file, self.dags / dag_file.name)
         self._run([AIRFLOW, "db", "migrate"], {}, timeout=300).check_returncode()
 
+    @classmethod
+    def existing(cls, path: Path) -> AirflowHome:
+        """A home made (and migrated) earlier, as it is: ``make demo-ui`` serves the last demo's."""
+        home = cls.__new__(cls)
+        home.path, home.dags = path, path / "dags"
+        return home
+
     def env(self, extra: dict[str, str]) -> dict[str, str]:
         """This process's environment, minus connections and variables of ours, plus this home."""
         env = {

@@ -21,7 +21,8 @@ from airflow_provider_loadtest.sensors.template import TemplateSensor
 # Rendered when the task runs (not at parse time), so changing a Variable needs no code change.
 # The ids are the last segment of the workspace's / scenario's URL in the service's web UI.
 WORKSPACE_ID = "{{ var.value.get('loadtest_workspace_id', 'demo-workspace') }}"
-SCENARIO_ID = "{{ var.value.get('loadtest_scenario_id', 'demo-scenario') }}"
+# This DAG's own Variable: pointing another example DAG at another scenario leaves this one alone.
+SCENARIO_ID = "{{ var.value.get('loadtest_nightly_scenario_id', 'demo-scenario') }}"
 TEMPLATE_NAME = "{{ var.value.get('loadtest_template_name', 'Nightly SLA report') }}"
 
 with DAG(

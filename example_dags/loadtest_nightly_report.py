@@ -23,7 +23,8 @@ from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
 # Rendered when the task runs, so changing a Variable needs no code change. The ids are the last
 # segment of the workspace's / scenario's URL in the service's web UI.
 WORKSPACE_ID = "{{ var.value.get('loadtest_workspace_id', 'demo-workspace') }}"
-SCENARIO_ID = "{{ var.value.get('loadtest_scenario_id', 'demo-scenario') }}"
+# This DAG's own Variable: pointing another example DAG at another scenario leaves this one alone.
+SCENARIO_ID = "{{ var.value.get('loadtest_nightly_report_scenario_id', 'demo-scenario') }}"
 TEMPLATE_NAME = "{{ var.value.get('loadtest_template_name', 'Nightly SLA report') }}"
 # One folder per night ({{ ds }} is the run's logical date), so nights never overwrite each other.
 NIGHT_FOLDER = "{{ var.value.get('loadtest_report_root', '/tmp/loadtest-reports') }}/{{ ds }}"

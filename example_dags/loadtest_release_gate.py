@@ -20,10 +20,10 @@ the judgement) from the asset event.
 
 Copy this file into your DAGs folder and point the ``loadtest_default`` connection at the service
 (host: the API base URL, empty for the SaaS; password: your API key). With the bundled simulator
-(``python -m airflow_provider_loadtest.simulator``) the defaults below work; set the Variable
-``loadtest_scenario_id`` to ``slower-scenario`` (a few percent of noise, 20 % slower at every run) to
-watch the second night fail the regression bound; ``make demo`` shows a night judged noise against a
-season of history, then a regression.
+(``python -m airflow_provider_loadtest.simulator``) the defaults below work; set this DAG's Variable
+``loadtest_release_gate_scenario_id`` to ``slower-scenario`` (a few percent of noise, 20 % slower at
+every run) to watch the second night fail the regression bound; ``make demo`` shows a night judged
+noise against a season of history, then a regression.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
 
 # Rendered when the task runs, so changing a Variable needs no code change.
 WORKSPACE_ID = "{{ var.value.get('loadtest_workspace_id', 'demo-workspace') }}"
-SCENARIO_ID = "{{ var.value.get('loadtest_scenario_id', 'demo-scenario') }}"
+# This DAG's own Variable: pointing another example DAG at another scenario leaves this one alone.
+SCENARIO_ID = "{{ var.value.get('loadtest_release_gate_scenario_id', 'demo-scenario') }}"
 TEMPLATE_NAME = "{{ var.value.get('loadtest_template_name', 'Nightly SLA report') }}"
 
 #: Updated each time a nightly run passes the gate; its event's ``extra`` carries the verdict.

@@ -17,10 +17,10 @@ transaction the run never sampled (a renamed controller, a typo) fails, naming t
 sample; so does a run whose JTL files are missing or do not read: an unmeasured gate never passes.
 
 Copy this file into your DAGs folder and point the ``loadtest_default`` connection at the service. With
-the bundled simulator (``python -m airflow_provider_loadtest.simulator``) the defaults pass; set the
-Variable ``loadtest_scenario_id`` to ``slower-scenario`` (20 % slower at every run, most of it on
-Checkout) to watch the second night fail on Checkout while the run's own figures still pass; ``make
-demo`` shows it.
+the bundled simulator (``python -m airflow_provider_loadtest.simulator``) the defaults pass; set this
+DAG's Variable ``loadtest_transaction_gate_scenario_id`` to ``slower-scenario`` (20 % slower at every
+run, most of it on Checkout) to watch the second night fail on Checkout while the run's own figures
+still pass; ``make demo`` shows it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
 
 # Rendered when the task runs, so changing a Variable needs no code change.
 WORKSPACE_ID = "{{ var.value.get('loadtest_workspace_id', 'demo-workspace') }}"
-SCENARIO_ID = "{{ var.value.get('loadtest_scenario_id', 'demo-scenario') }}"
+# This DAG's own Variable: pointing another example DAG at another scenario leaves this one alone.
+SCENARIO_ID = "{{ var.value.get('loadtest_transaction_gate_scenario_id', 'demo-scenario') }}"
 TEMPLATE_NAME = "{{ var.value.get('loadtest_template_name', 'Nightly SLA report') }}"
 
 with DAG(

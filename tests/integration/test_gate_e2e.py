@@ -85,8 +85,8 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
     assert season.succeeded, season.output[-6000:]
     with run_simulator(seed=seed, run_seconds=2.0) as sim:
         env = connection_env(sim.url, sim.api_key)
-        release_1 = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "release-1"}
-        release_2 = {**env, "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "release-2"}
+        release_1 = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "release-1"}
+        release_2 = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "release-2"}
 
         # 1. an ordinary night: noise
         first = home.dags_test(DAG_ID, release_1, logical_date="2026-11-01")

@@ -41,7 +41,7 @@ def test_a_transaction_budget_fails_a_run_whose_global_figures_pass(tmp_path: Pa
     with run_simulator(run_seconds=2.0) as sim:
         env: dict[str, Any] = {
             **connection_env(sim.url, sim.api_key),
-            "AIRFLOW_VAR_LOADTEST_SCENARIO_ID": "slower-scenario",
+            "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": "slower-scenario",
         }
 
         # 1. the first night: everything passes, the transactions' values become the next baseline
