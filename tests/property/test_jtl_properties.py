@@ -51,3 +51,31 @@ def test_any_samples_any_chunking(
             {"lg-1.jtl.gz" if packed else "lg-1.jtl": gzip.compress(text) if packed else text}, chunk
         )
     assert_figures(summary, rows)
+
+
+@PROPERTY_SETTINGS
+@given(
+    rows=st.lists(SAMPLE, min_size=1, max_size=30),
+    where=st.floats(0, 1),
+    chunk=st.integers(1, 300),
+    batch=st.integers(1, 200),
+)
+def test_a_file_cut_anywhere_never_gives_a_wrong_value(
+    rows: list[Sample], where: float, chunk: int, batch: int
+) -> None:
+    """A load generator killed at any byte after its header: the samples it wrote whole are read
+    exactly, the one it was writing is left out (and said), never read with a cut value."""
+    text = jtl_text(rows).encode()
+    header = jtl_text([]).encode()
+    ends = [len(jtl_text(rows[: i + 1]).encode()) for i in range(len(rows))]
+    cut = len(header) + round(where * (len(text) - len(header)))
+    whole = sum(end - 1 <= cut for end in ends)  # a record is whole once its "\r" is written
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jtl, "_BATCH_CHARS", batch)
+        summary = read({"lg-1.jtl": text[:cut]}, chunk)
+    if whole:
+        assert_figures(summary, rows[:whole])
+    else:
+        assert summary.samples == 0 and summary.labels == []
+    at_a_boundary = cut in {len(header), *ends, *(end - 1 for end in ends)}
+    assert len(summary.notes) == (0 if at_a_boundary else 1)
