@@ -47,8 +47,13 @@ f(x)`` (``f``: the joint density of a night's noise, shared part included); for 
 ``f(x - delta 1) / f(x)``. Within n nights: the same on the n nights together, at n times the budget (a
 rule that fails within n nights of clean ones at most that often cannot beat it).
 
-    .venv/bin/python benchmarks/gate_family.py [--sizes 41 201] [--seasons 10 8] [--nights 300 120]
-        [--noises ...] [--rules per-series family] [--floor-samples 100000] [--smoke] [--json PATH]
+Run alone, or as ``gate_quality.py``'s family section (its output, ``--docs`` and ``--json``; ``make
+bench``). The rules' CPU seconds are reported: the family gate's nights cost what its code costs.
+
+    .venv/bin/python benchmarks/gate_family.py [--sizes 41 201] [--seasons 5 3] [--nights 300 150]
+        [--branch-every 6 6] [--per-series-seasons 3 2] [--noises ...] [--big-noises ...]
+        [--rules per-series family] [--floor-samples 100000 25000] [--settings JSON] [--smoke]
+        [--json PATH] [--docs docs/gate_quality.md [--section gate_family]]
 """
 
 from __future__ import annotations

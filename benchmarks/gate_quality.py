@@ -43,8 +43,12 @@ Each figure comes with its 95 % interval (+-1.96 standard errors, from the sprea
 nights of one season share a history, so they are not independent draws), so a reader can tell 0.9
 from 1.1 false alarms per 100 nights, and 88 % from 92 %.
 
+The gate as a whole (many series a night, issue 27) comes after, as the family section:
+``benchmarks/gate_family.py`` with ``--family-args`` (``--no-family``: left out).
+
     .venv/bin/python benchmarks/gate_quality.py [--seasons 200] [--nights 300] [--smoke] [--no-otava]
         [--settings JSON] [--compact] [--json PATH] [--docs docs/gate_quality.md [--section NAME]]
+        [--no-family] [--family-args "--seasons 5 3 ..."]
 """
 
 from __future__ import annotations
