@@ -30,6 +30,16 @@ def connection_uri(url: str, api_key: str) -> str:
     return f"loadtest://:{quote(api_key, safe='')}@{parts.netloc}/{parts.scheme}"
 
 
+def banner(url: str, api_key: str) -> list[str]:
+    """What the CLI prints once it listens: two lines for scripts, then the connection to paste."""
+    return [
+        f"LOADTEST_SIMULATOR_URL={url}",
+        f"LOADTEST_SIMULATOR_API_KEY={api_key}",
+        "# the connection, for the shell that runs Airflow:",
+        f"export AIRFLOW_CONN_LOADTEST_DEFAULT='{connection_uri(url, api_key)}'",
+    ]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m airflow_provider_loadtest.simulator",
@@ -71,13 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             allow_non_loopback=args.allow_non_loopback,
             log_level=args.log_level,
         ) as sim:
-            print(f"LOADTEST_SIMULATOR_URL={sim.url}", flush=True)
-            print(f"LOADTEST_SIMULATOR_API_KEY={sim.api_key}", flush=True)
-            print(
-                "# the connection, for the shell that runs Airflow:\n"
-                f"export AIRFLOW_CONN_LOADTEST_DEFAULT='{connection_uri(sim.url, sim.api_key)}'",
-                flush=True,
-            )
+            for line in banner(sim.url, sim.api_key):
+                print(line, flush=True)
             while not stop.wait(0.5):
                 pass
     except (ValueError, RuntimeError) as exc:

@@ -102,3 +102,15 @@ def test_the_demos_time_is_the_measured_one() -> None:
     said = re.search(r"\| `make demo` \|[^|]*\| about (\d+) minutes? \|", README)
     assert said is not None
     assert abs(int(said.group(1)) * 60 - seconds) <= 60, (said.group(0), seconds)
+
+
+def test_the_simulators_output_quoted_in_the_docs_is_what_it_prints() -> None:
+    from airflow_provider_loadtest.simulator.__main__ import banner
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    page = (ROOT / "docs" / "simulator.md").read_text()
+    quoted = re.search(r"^```\n(LOADTEST_SIMULATOR_URL=.*?)^```", page, flags=re.S | re.M)
+    assert quoted is not None
+    lines = quoted.group(1).strip().splitlines()
+    url = lines[0].partition("=")[2]
+    assert lines == banner(url, load_seed().api_keys[0])
