@@ -1,0 +1,71 @@
+"""The start-once rules' own small pieces, without an operator: what mutants of them showed untested.
+
+``make mutation`` found these promises held by no test (the operator tests pass through them with the
+values a first try gives); each test here fails on the mutant named in its docstring.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+
+from airflow_provider_loadtest.decisions.run_record import (
+    read_clear_number,
+    read_max_tries,
+    read_try_number,
+    uncertain_start_message,
+)
+from airflow_provider_loadtest.decisions.stops import decision, explain, utc_text
+
+SENT = 1795438800.0  # 2026-11-23 13:00:00 UTC
+
+
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The worker's local time is not UTC (Airflow's default_timezone says nothing of the process's)."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_times_are_said_in_utc_whatever_the_workers_zone(tokyo: None) -> None:
+    """Kills ``datetime.fromtimestamp(epoch)`` (local time, labelled UTC)."""
+    assert utc_text(SENT) == "2026-11-23 13:00:00 UTC"
+    assert explain(decision("br-1", "timeout", SENT)).startswith("it was stopped at 2026-11-23 13:00:00 UTC")
+
+
+def test_the_uncertain_start_message_says_the_cause_only_when_there_is_one() -> None:
+    """Kills the mutants of the cause's parentheses and of the message's last two sentences."""
+    plain = uncertain_start_message("sc-1", SENT)
+    assert plain == (
+        "A start of scenario 'sc-1' was sent at 2026-11-23 13:00:00 UTC and its outcome is unknown: the "
+        "service may have started (and be billing) a load test. Not starting another. Check the "
+        "scenario's runs in the service for one started then: let it finish or stop it there. Clear this "
+        "task to start a new run."
+    )
+    with_cause = uncertain_start_message("sc-1", SENT, "read timed out")
+    assert with_cause == plain.replace("is unknown:", "is unknown (read timed out):")
+
+
+def test_what_airflow_did_not_give_reads_as_unknown() -> None:
+    """Kills ``getattr(ti, "try_number")`` without its default (an AttributeError on an older ti) and
+    the like: a missing or non-integer value is ``None``, never a crash nor a guess."""
+    bare = SimpleNamespace()
+    assert read_try_number(bare) is None
+    assert read_max_tries(bare) is None
+    assert read_clear_number({}) is None
+    assert read_clear_number({"dag_run": bare}) is None
+    assert read_clear_number(None) is None  # no context at all
+    flags = SimpleNamespace(try_number=True, max_tries=False, clear_number=True)
+    assert (read_try_number(flags), read_max_tries(flags), read_clear_number({"dag_run": flags})) == (
+        None,
+        None,
+        None,
+    )
+    given = SimpleNamespace(try_number=2, max_tries=3, clear_number=1)
+    assert (read_try_number(given), read_max_tries(given), read_clear_number({"dag_run": given})) == (2, 3, 1)
