@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from urllib.parse import quote
 
 from airflow_provider_loadtest.plugins.bounds import SERIES_DRAWN
@@ -50,7 +50,7 @@ class Night:
         """When the night is: its logical date (the night it stands for), else when it ran."""
         return self.logical_date or self.run_after
 
-    @property
+    @cached_property  # a night is a point on each chart and a row of the table
     def day(self) -> str:
         return self.at.strftime("%Y-%m-%d")
 

@@ -68,7 +68,7 @@ class Row(GateRow):
     """One gated metric (of one transaction, or of all requests) on one night: the gate's own row,
     with what the view derives from it."""
 
-    @property
+    @cached_property  # read for each mark, cell and tooltip
     def kind(self) -> Status:
         """``status`` as the view's enum (``GateRow.from_xcom`` guarantees one the gate knows)."""
         return Status(self.status)
@@ -78,7 +78,7 @@ class Row(GateRow):
         """The gate's note when this night's change was accepted as the new normal, else None."""
         return self.note if _accepts(self.note) else None
 
-    @property
+    @cached_property
     def band(self) -> tuple[float, float] | None:
         """The history's noise band: as stored, else centre +- noise."""
         if self.band_low is not None and self.band_high is not None:

@@ -86,6 +86,7 @@ def main(secret: str) -> None:
         "data": f"/loadtest/api/dags/{DAG_ID}/tasks/{TASK_ID}",
         "other_dag": "/loadtest/dags/loadtest_release_deploy",
         "bad_id": "/loadtest/dags/..%2F..%2Fetc",
+        "missing_dag": "/loadtest/dags/no_such_dag",
     }
     credentials: dict[str, dict[str, str]] = {
         "nobody": {},

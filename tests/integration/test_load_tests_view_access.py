@@ -59,10 +59,10 @@ def test_no_data_without_login_or_without_access_to_the_dag(tmp_path: Path) -> N
 
     found = probe(home, secret)
 
-    for what in ("dag", "task", "data", "other_dag"):
+    for what in ("dag", "task", "data", "other_dag", "missing_dag"):
         assert found[f"nobody {what}"]["status"] == 401, found
         assert found[f"garbage {what}"]["status"] in (401, 403), found
-        assert found[f"stranger {what}"]["status"] == 403, found
+        assert found[f"stranger {what}"]["status"] == 403, found  # whether the DAG exists or not
     for key, answer in found.items():
         if not key.startswith("reader"):
             assert not answer["has_data"], key
@@ -76,6 +76,7 @@ def test_no_data_without_login_or_without_access_to_the_dag(tmp_path: Path) -> N
         )
     assert found["reader other_dag"]["status"] == 200 and not found["reader other_dag"]["has_data"]
     assert found["reader bad_id"]["status"] == 404
+    assert found["reader missing_dag"]["status"] == 404  # not "No load test in this DAG yet"
     assert found["reader by cookie dag"] == {"status": 200, "has_data": True}
     # a night still running shows from its run record, newest first; the finished one from its result
     assert found["reader running night"] == [

@@ -8,7 +8,7 @@ with a real auth manager and real XCom, are in tests/integration/test_load_tests
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from airflow_provider_loadtest.plugins.rows import RunResult
 DAG = "loadtest_release_gate"
 TASK = "run_load_test"
 SECRET = "br-secret-17"
+DAY = timedelta(days=1)
 
 
 class Switch:
@@ -128,3 +129,148 @@ def test_static_files_by_name_only(client: tuple[TestClient, list[str]]) -> None
     assert http.get("/static/view.js").headers["content-type"].startswith("text/javascript")
     for name in ("app.py", "..%2Fapp.py", "..%2F..%2Fget_provider_info.py"):
         assert http.get(f"/static/{name}").status_code == 404
+
+
+# --- a DAG Airflow does not know (issue 29) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [f"/dags/{DAG}", f"/dags/{DAG}/tasks/{TASK}", f"/api/dags/{DAG}/tasks/{TASK}"]
+)
+def test_a_dag_airflow_does_not_know_is_404_and_one_it_knows_without_load_tests_is_200(
+    client: tuple[TestClient, list[str]], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    http, _ = client
+    known: set[str] = set()
+    monkeypatch.setattr(store, "gated_task_ids", lambda session, dag_id: [])
+    monkeypatch.setattr(store, "nights", lambda session, dag_id, task_id, limit: [])
+    monkeypatch.setattr(store, "count_nights", lambda session, dag_id, task_id: 0)
+    monkeypatch.setattr(store, "dag_exists", lambda session, dag_id: dag_id in known)
+    missing = http.get(path)
+    assert missing.status_code == 404, missing.text[:300]
+    assert_private(missing.headers)
+    assert "No DAG named" in missing.text
+    known.add(DAG)
+    present = http.get(path)
+    assert present.status_code == 200
+    if not path.startswith("/api/"):
+        assert "No load test in this" in present.text
+
+
+def test_a_user_refused_the_dag_learns_nothing_of_whether_it_exists(
+    client: tuple[TestClient, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http, _ = client
+    asked: list[str] = []
+    monkeypatch.setattr(store, "gated_task_ids", lambda session, dag_id: [])
+    monkeypatch.setattr(store, "dag_exists", lambda session, dag_id: asked.append(dag_id) or False)
+    Switch.allowed = False
+    assert http.get(f"/dags/{DAG}").status_code == http.get("/dags/no_such_dag").status_code == 403
+    assert asked == []  # refused before anything is read
+
+
+# --- the page is built as it is sent, and no further once the viewer goes --------------------------------
+
+
+def _many_nights(session: Any, dag_id: str, task_id: str, limit: int) -> list[Night]:
+    rows = [
+        {"metric": "RESPONSE_TIME_PERCENTILE_95", "value": 400.0 + i, "passed": True, "transaction": f"T{i}"}
+        for i in range(40)
+    ]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        Night(
+            f"scheduled__{d}",
+            -1,
+            start + d * DAY,
+            start + d * DAY,
+            "success",
+            RunResult.from_xcom({"gate": rows}),
+        )
+        for d in range(365)
+    ]
+
+
+@pytest.mark.parametrize("asgi", ["2.3", "2.4"])
+def test_the_page_stops_being_built_when_the_viewer_hangs_up(
+    client: tuple[TestClient, list[str]], monkeypatch: pytest.MonkeyPatch, asgi: str
+) -> None:
+    """Starlette stops pulling a streamed body when the client disconnects: before ASGI 2.4 it listens
+    for ``http.disconnect``, from 2.4 the server's ``send`` raises. Either way no further chart is built
+    than the one being written (before: the whole page was built, then sent)."""
+    import asyncio
+
+    from airflow.api_fastapi.common.db.common import _get_session
+
+    from airflow_provider_loadtest.plugins import page as view_page
+
+    monkeypatch.setattr(store, "nights", _many_nights)
+    built: list[str] = []
+    real_chart = view_page.chart
+
+    def counted(*args: Any) -> Any:
+        built.append("chart")
+        return real_chart(*args)
+
+    monkeypatch.setattr(view_page, "chart", counted)
+    app = view_app.create_app()
+    app.dependency_overrides[_get_session] = lambda: None
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": asgi},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": f"/dags/{DAG}/tasks/{TASK}",
+        "raw_path": f"/dags/{DAG}/tasks/{TASK}".encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"testserver")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
+
+    async def scenario() -> list[bytes]:
+        gone = asyncio.Event()
+        request = [{"type": "http.request", "body": b"", "more_body": False}]
+        bodies: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            if request:
+                return request.pop(0)
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] != "http.response.body":
+                return
+            if gone.is_set() and asgi == "2.4":
+                raise OSError("the viewer hung up")
+            bodies.append(message.get("body", b""))
+            gone.set()  # the viewer reads the first chunk and leaves
+            await asyncio.sleep(0.2)  # the server notices a moment later
+
+        await asyncio.wait_for(app(scope, receive, send), timeout=30)
+        return bodies
+
+    try:
+        bodies = asyncio.run(scenario())
+    except OSError:  # Starlette (2.4) re-raises the failed send as ClientDisconnect: the request ends
+        bodies = [b"x"]
+    except Exception as exc:
+        assert type(exc).__name__ == "ClientDisconnect", repr(exc)
+        bodies = [b"x"]
+    assert bodies and len(built) < 12 // 2, built  # 12 charts drawn when read to the end
+    full = http_full_page(monkeypatch)
+    assert full.count('<figure class="chart"') == 12
+
+
+def http_full_page(monkeypatch: pytest.MonkeyPatch) -> str:
+    from airflow.api_fastapi.common.db.common import _get_session
+
+    app = view_app.create_app()
+    app.dependency_overrides[_get_session] = lambda: None
+    with TestClient(app) as test_client:
+        answer = test_client.get(f"/dags/{DAG}/tasks/{TASK}")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    return answer.text

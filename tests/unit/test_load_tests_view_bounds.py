@@ -273,3 +273,10 @@ def test_series_keys_and_drawn_series_are_linear_in_nights(monkeypatch: pytest.M
     rows = [row(), *[row(10.0, transaction=f"T{i}") for i in range(300)]]
     view_history.build("dag", "task", [night(d, rows) for d in range(1, 31)])
     assert len(looked) == 30 * bounds.SERIES_DRAWN
+
+
+def test_values_too_close_for_a_float_to_divide_render_flat() -> None:
+    """0 and 5e-324 (the smallest float): a step of a fifth of their spread is 0 (before: log10(0))."""
+    tiny = {"budget": None, "baseline": None, "change_pct": None}
+    html = page([night(1, [row(0.0, **tiny)]), night(2, [row(5e-324, **tiny)])])
+    assert html.count('<figure class="chart"') == 1 and "4.941e-324" in html
