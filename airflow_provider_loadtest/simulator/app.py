@@ -412,7 +412,7 @@ def _scenario_document(scenario: ScenarioSpec) -> dict[str, Any]:
 
 
 def _project_document(project: ProjectSpec) -> dict[str, Any]:
-    return {"id": project.id, "name": project.name, "workspaceId": project.workspace_id, "type": "DESIGN"}
+    return {"id": project.id, "name": project.name, "workspaceId": project.workspace_id}
 
 
 def _add_analysis_routes(api: APIRouter, state: SimulatorState) -> None:
