@@ -7,7 +7,7 @@ with a real auth manager and real XCom, are in tests/integration/test_load_tests
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -162,8 +162,13 @@ def test_a_user_refused_the_dag_learns_nothing_of_whether_it_exists(
 ) -> None:
     http, _ = client
     asked: list[str] = []
+
+    def exists(session: Any, dag_id: str) -> bool:
+        asked.append(dag_id)
+        return False
+
     monkeypatch.setattr(store, "gated_task_ids", lambda session, dag_id: [])
-    monkeypatch.setattr(store, "dag_exists", lambda session, dag_id: asked.append(dag_id) or False)
+    monkeypatch.setattr(store, "dag_exists", exists)
     Switch.allowed = False
     assert http.get(f"/dags/{DAG}").status_code == http.get("/dags/no_such_dag").status_code == 403
     assert asked == []  # refused before anything is read
@@ -202,11 +207,12 @@ def test_the_page_stops_being_built_when_the_viewer_hangs_up(
 
     from airflow.api_fastapi.common.db.common import _get_session
 
+    from airflow_provider_loadtest.plugins import charts
     from airflow_provider_loadtest.plugins import page as view_page
 
     monkeypatch.setattr(store, "nights", _many_nights)
     built: list[str] = []
-    real_chart = view_page.chart
+    real_chart = charts.chart
 
     def counted(*args: Any) -> Any:
         built.append("chart")
@@ -235,13 +241,13 @@ def test_the_page_stops_being_built_when_the_viewer_hangs_up(
         request = [{"type": "http.request", "body": b"", "more_body": False}]
         bodies: list[bytes] = []
 
-        async def receive() -> dict[str, Any]:
+        async def receive() -> MutableMapping[str, Any]:
             if request:
                 return request.pop(0)
             await gone.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             if message["type"] != "http.response.body":
                 return
             if gone.is_set() and asgi == "2.4":
@@ -273,4 +279,4 @@ def http_full_page(monkeypatch: pytest.MonkeyPatch) -> str:
     with TestClient(app) as test_client:
         answer = test_client.get(f"/dags/{DAG}/tasks/{TASK}")
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
-    return answer.text
+    return str(answer.text)
