@@ -518,6 +518,8 @@ class SimulatorState:
             if run.fraction(now) >= start:
                 lines.append(f"+{start * run.duration:7.2f}s INFO state {phase}")
         lines.append(f"current state {run.state(now)}, progress {run.progress(now)} %")
+        if filename == "jmeter.log" and run.state(now) in {"ERROR", "ABORTED"}:
+            lines += _jmeter_errors(run.state(now))
         return "\n".join(lines) + "\n"
 
     # --- print tasks ------------------------------------------------------------------------------
@@ -584,6 +586,21 @@ def pdf_name(report_name: str) -> str:
     """The printed PDF's file name: the report's name, with characters unsafe in a file name replaced."""
     stem = re.sub(r"[^\w .()-]+", "_", report_name).strip(" .") or "report"
     return f"{stem}.pdf"
+
+
+def _jmeter_errors(state: str) -> list[str]:
+    """What JMeter 5's own log (log4j2's layout) says when a run ends in ERROR or ABORTED: the lines
+    ``decisions.samples.jmeter_log`` picks out, one repeated per thread, one with a stack trace."""
+    stamp = "2026-01-01 00:00:0{},{}00"
+    if state == "ERROR":
+        return [
+            f"{stamp.format(1, 1)} ERROR o.a.j.s.FileServer: Failed to open users.csv",
+            "java.io.FileNotFoundException: users.csv (No such file or directory)",
+            "\tat java.base/java.io.FileInputStream.open0(Native Method)",
+            *(f"{stamp.format(2, i)} ERROR o.a.j.t.JMeterThread: Test failed!" for i in range(3)),
+            f"{stamp.format(3, 0)} ERROR o.a.j.JMeter: Error in NonGUIDriver: no thread could start",
+        ]
+    return [f"{stamp.format(5, 0)} ERROR o.a.j.e.StandardJMeterEngine: Test stopped: the run was aborted"]
 
 
 def _generators(run: Run) -> list[str]:
