@@ -695,6 +695,57 @@ def test_a_failing_store_read_on_a_retry_starts_nothing(
     assert requests_mock.call_count == 0
 
 
+@pytest.mark.parametrize(
+    ("states", "restart", "clear_number", "said"),
+    [
+        (
+            ["RUNNING", "FINISHED"],
+            False,
+            0,
+            "Re-attaching to run br-1 started by an earlier try (state RUNNING)",
+        ),
+        (
+            ["FINISHED"],
+            False,
+            0,
+            "Run br-1 of an earlier try already ended FINISHED: taking its verdict, not starting another",
+        ),
+        (
+            ["ERROR", "RUNNING", "FINISHED"],
+            True,
+            0,
+            "Run br-1 of an earlier try ended ERROR: starting a new run (restart_failed_runs=True)",
+        ),
+        (
+            ["ABORTED", "RUNNING", "FINISHED"],
+            False,
+            1,
+            "The DAG run was cleared after run br-1 started, and the run ended ABORTED: the clear of this "
+            "task stopped it. Starting the new run the clear asked for",
+        ),
+    ],
+    ids=["attach", "judge", "restart", "cleared"],
+)
+def test_what_a_retry_does_with_its_recorded_run_is_said_in_the_log(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    states: list[str],
+    restart: bool,
+    clear_number: int,
+    said: str,
+) -> None:
+    """A person reading the retry's log learns which run it watches and why: each way out of the
+    recorded run has its line (and starts a run only where it says so)."""
+    _service(requests_mock, states)
+    store = FakeStateStore({RUN_RECORD_KEY: {**_record(_saved_record()), "clear_number": 0}})
+    context = _context(store, try_number=2, clear_number=clear_number)
+    assert _op(restart_failed_runs=restart).execute(context)["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert said in capsys.readouterr().out
+    assert _posts(requests_mock, RUN_URL) == (1 if "new run" in said else 0)
+
+
 @pytest.mark.parametrize("state", ["ABORTED", "ERROR"])
 def test_a_plain_retry_finding_its_run_ended_badly_starts_no_second_run(
     loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], state: str
