@@ -136,8 +136,10 @@ def test_the_pages_show_each_parameters_default(package: griffe.Module) -> None:
     assert str(run["check_interval"].default) == "10.0"
     assert str(run["loadtest_conn_id"].default) == "'loadtest_default'"
     assert "default_deferrable" in str(run["deferrable"].default)
-    assert str(run["scenario_id"].default) in {"None", ""}  # required: no default
-    assert package["operators.run_scenario.RunScenarioOperator"].parameters["scenario_id"].default is None
+    assert str(run["scenario_id"].default) == "None"  # or scenario_name: one of the two
+    sensor = _documented_parameters(package["sensors.template.TemplateSensor"])
+    assert str(sensor["workspace_id"].default) in {"None", ""}  # required: no default
+    assert package["sensors.template.TemplateSensor"].parameters["workspace_id"].default is None
     pdf = _documented_parameters(package["operators.report.DownloadReportOperator"])
     assert str(pdf["pdf_timeout"].default) == "timedelta(minutes=10)"
 
