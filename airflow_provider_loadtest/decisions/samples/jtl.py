@@ -389,14 +389,15 @@ class JtlFile:
         break, so its last record is incomplete."""
         before = self._line
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=columns.delimiter, strict=True)
-        try:
-            if cut:
-                raise csv.Error("the last record is cut")  # read record by record, to find where it starts
-            rows = list(reader)
-        except csv.Error:
+        if cut:  # read record by record, to find where the cut one starts
             rows = self._records_slowly(columns, text, final=final, cut=cut)
         else:
-            self._line += reader.line_num
+            try:
+                rows = list(reader)
+            except csv.Error:
+                rows = self._records_slowly(columns, text, final=final, cut=cut)
+            else:
+                self._line += reader.line_num
         skipped = 0
         if self._header_pending and rows:
             rows, skipped, self._header_pending = rows[1:], 1, False
