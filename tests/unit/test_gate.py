@@ -518,12 +518,24 @@ def test_evaluate_joins_the_transaction_rows_history_and_log_to_the_run_s() -> N
     )
     request = next(steps)
     assert request.path == "/analysis/metrics/summary"
-    log = steps.send([600.0])
+    load = steps.send([600.0])  # the applied load, asked apart (decisions.gate.load)
+    assert [m["id"] for m in load.json_body["metrics"]] == ["USERLOAD", "HITS_RATE"]
+    log = steps.send([50, 120.0])
     assert isinstance(log, Log) and log.message.endswith("\nSlowest transactions ...")
-    assert "Checkout" in log.message.splitlines()[3]
+    assert "Checkout" in log.message.splitlines()[5]
     with pytest.raises(StopIteration) as done:
         next(steps)
     verdict = done.value.value
-    assert [(r.transaction, r.passed) for r in verdict.rows] == [(None, True), ("Checkout", False)]
+    assert [(r.transaction, r.metric, r.passed) for r in verdict.rows] == [
+        (None, P95, True),
+        (None, "USERLOAD", True),
+        (None, "HITS_RATE", True),
+        ("Checkout", P95, False),
+    ]
     assert verdict.history is not None
-    assert set(verdict.history.series) == {(None, P95), ("Checkout", P95)}
+    assert set(verdict.history.series) == {
+        (None, P95),
+        ("Checkout", P95),
+        (None, "USERLOAD"),
+        (None, "HITS_RATE"),
+    }

@@ -417,7 +417,8 @@ def test_the_log_shows_centre_band_change_and_the_suspicion() -> None:
     state = GateHistory()
     for value in history:
         _, state = judge_history(spec, {P95: value}, None, history=state)  # type: ignore[assignment]
-    verdict, logs = _drive(evaluate(spec, "br-9", known_metrics={}, baseline=None, history=state), [[535.0]])
+    answers: list[object] = [[535.0], [50, 120.0]]  # the gate's metrics, then the applied load
+    verdict, logs = _drive(evaluate(spec, "br-9", known_metrics={}, baseline=None, history=state), answers)
     assert verdict.passed and verdict.history is not None
     table = logs[0]
     assert "against the history of the last passing runs" in table

@@ -440,15 +440,36 @@ def replay_gate_night(
     settings: HistorySettings,
     samples: Mapping[SeriesKey, int] | None = None,
 ) -> Verdict:
-    """One night of ``replay_gate`` from a given history (``Verdict.history`` is the next one)."""
+    """One night of ``replay_gate`` from a given history (``Verdict.history`` is the next one).
+
+    The run's load metrics (``(None, "USERLOAD")``, and ``(None, "HITS_RATE")`` unless a mapping of
+    bounds names it) are judged by the load rule (``load.py``), as the operator judges them: outside
+    the family, and a night that did not apply its usual load leaves the history as it was."""
     wanted = _bounds(bounds)
+    load = load_rules()
     series = []
+    loads = []
     for key, value in night.items():
+        if (
+            key[0] is None
+            and key[1] in load.LOAD_METRICS
+            and not (isinstance(wanted, dict) and key[1] in wanted)
+        ):
+            loads.append(load.LoadSeries(key[1], value))
+            continue
         bound = wanted if isinstance(wanted, float) else wanted.get(key[1])
         if isinstance(wanted, float):
             check_metric_id("max_regression_pct", key[1], regression=True)
         series.append(SeriesSpec(key, value, None, bound, (samples or {}).get(key)))
     rows, after, family = judge_gate(series, history, settings)
+    if loads:
+        load_rows, kept = load.judge_loads(loads, history, settings)
+        rows = [*load_rows, *rows]
+        after = (
+            history
+            if load.load_untrusted(load_rows)
+            else load_history().GateHistory({**after.series, **kept}, night=after.night)
+        )
     return Verdict(
         rows=tuple(rows),
         baseline_id=None,
@@ -493,6 +514,8 @@ def evaluate(
     transaction_history: Mapping[SeriesKey, SeriesHistory] | None = None,
     transactions_log: str | None = None,
     transaction_series: Iterable[SeriesSpec] = (),
+    min_userload: float | None = None,
+    caveats: Iterable[str] = (),
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
@@ -506,10 +529,20 @@ def evaluate(
     the transactions come as ``transaction_series`` instead, judged here with the run's metrics
     (``judge_gate``: one false-alarm budget and one night effect for every series of the night);
     ``transaction_rows`` then holds only the rows of keys no sample answered.
+
+    The applied load (``load.py``): under ``baseline="history"`` the run's ``USERLOAD`` and ``HITS_RATE``
+    are always read (in a request of their own, so that a service that does not give them never makes
+    the gated metrics unreadable) and judged against their own history, outside the family; with
+    ``min_userload``, ``USERLOAD`` must reach it whatever the baseline. A run that did not apply its
+    usual load fails, and its night leaves the history as it was (its figures measured another load).
+    ``caveats``: the service's own trust caveats for this run, said beside the verdict.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
+    transaction_series = list(transaction_series)
     values = yield from measure(bench_result_id, spec.metric_ids, known_metrics)
+    load_ids = _load_metric_ids(spec, min_userload)
+    load_values = yield from _measure_load(bench_result_id, load_ids, values, known_metrics)
     base_values: dict[str, object] | None = None
     if spec.baseline == HISTORY:
         baseline = None
@@ -529,19 +562,26 @@ def evaluate(
                 spec.max_regression_pct.get(metric),
             )
             for metric in spec.metric_ids
+            if metric not in load_ids
         ]
         rows, next_history, family = judge_gate(
             [*run_series, *transaction_series], history, spec.history, accepted=accepted
         )
-        rows += transaction_rows
     else:
         rows, _ = judge_history(spec, values, base_values)
-        rows += transaction_rows
+        rows = [row for row in rows if row.metric not in load_ids]
         next_history = None
-    if next_history is not None and transaction_history:
+    load_rows, load_kept = _judge_load(spec, load_ids, load_values, history, min_userload, accepted)
+    run_rows = len(rows) - len(transaction_series)  # judge_gate keeps the order given: the run's first
+    rows = [*rows[:run_rows], *load_rows, *rows[run_rows:], *transaction_rows]
+    if next_history is not None and (transaction_history or load_kept):
         next_history = load_history().GateHistory(
-            {**next_history.series, **transaction_history}, night=next_history.night
+            {**next_history.series, **(transaction_history or {}), **load_kept}, night=next_history.night
         )
+    untrusted = load_rules().load_untrusted(load_rows)
+    if untrusted and spec.baseline == HISTORY and history is not None:
+        # Its figures measured another load: no series learns from this night (not even the load's).
+        next_history = history
     verdict = Verdict(
         rows=tuple(rows),
         baseline_id=baseline.bench_result_id if baseline and not baseline.unreadable else None,
@@ -563,10 +603,81 @@ def evaluate(
         )
     else:
         heading = f"Quality gate of run {bench_result_id} (budgets):"
-    notes = "".join(f"\n{line}" for line in [*verdict.notes(), *_previous_cost(spec, verdict)])
+    said = [*verdict.notes(), *_previous_cost(spec, verdict)]
+    if untrusted and spec.baseline == HISTORY:
+        said.append(
+            "The run did not apply its usual load: this night is kept out of every series' history "
+            "(its figures describe another load)."
+        )
+    said += [f"Trust caveat: {caveat}" for caveat in caveats]
+    notes = "".join(f"\n{line}" for line in said)
     after = f"\n{transactions_log}" if transactions_log else ""
     yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
+
+
+def load_rules() -> Any:
+    from airflow_provider_loadtest.decisions.gate import load
+
+    return load
+
+
+def _load_metric_ids(spec: GateSpec, min_userload: float | None) -> tuple[str, ...]:
+    """The load metrics the gate reads and judges by the load rule: under ``baseline="history"``
+    ``USERLOAD`` and ``HITS_RATE`` (unless the gate bounds ``HITS_RATE`` as a regression: it is then
+    one of the family's series), else ``USERLOAD`` when ``min_userload`` states the load to reach."""
+    if spec.baseline == HISTORY:
+        return tuple(m for m in load_rules().LOAD_METRICS if m not in spec.max_regression_pct)
+    return ("USERLOAD",) if min_userload is not None else ()
+
+
+def _measure_load(
+    bench_result_id: str,
+    metric_ids: tuple[str, ...],
+    known: Mapping[str, object],
+    definitions: Mapping[str, Mapping[str, Any]],
+) -> Generator[Any, Any, dict[str, object]]:
+    """The load metrics' values: those the gate's own request already read, the others asked for in a
+    request of their own; a failed request leaves them ``Unreadable`` (said, never raised: the
+    gate's own metrics were read)."""
+    from airflow_provider_loadtest.api.errors import LoadTestApiError
+
+    found: dict[str, object] = {m: known[m] for m in metric_ids if m in known}
+    wanted = [m for m in metric_ids if m not in found]
+    if wanted:
+        try:
+            found.update((yield from measure(bench_result_id, wanted, definitions)))
+        except LoadTestApiError as exc:
+            found.update(dict.fromkeys(wanted, Unreadable(f"the service did not give it ({exc})")))
+    return found
+
+
+def _judge_load(
+    spec: GateSpec,
+    load_ids: tuple[str, ...],
+    values: Mapping[str, object],
+    history: GateHistory | None,
+    min_userload: float | None,
+    accepted: Iterable[str],
+) -> tuple[list[GateRow], dict[SeriesKey, SeriesHistory]]:
+    """The load rows (``load.judge_loads``) and their histories for the next night."""
+    if not load_ids:
+        return [], {}
+    load = load_rules()
+    loads = [
+        load.LoadSeries(
+            metric,
+            values.get(metric, Unreadable(f"the service gave no value of {metric}")),
+            minimum=min_userload if metric == "USERLOAD" else None,
+            budget=spec.budgets.get(metric),
+        )
+        for metric in load_ids
+    ]
+    settings = spec.history or load_history().HistorySettings()
+    judged = history if spec.baseline == HISTORY else None
+    if spec.baseline == HISTORY and judged is None:
+        judged = load_history().GateHistory(error="no gate history was read for baseline='history'")
+    return load.judge_loads(loads, judged, settings, accepted=accepted)  # type: ignore[no-any-return]
 
 
 def _previous_cost(spec: GateSpec, verdict: Verdict) -> list[str]:
