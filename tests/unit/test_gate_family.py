@@ -83,8 +83,8 @@ def test_one_series_is_judged_at_the_settings_own_quantiles_and_many_at_higher_o
     one = Budget.split(settings, 1, with_night=False)
     assert (one.series.fail_z, one.series.persist_z, one.series.windows) == (2.5, 2.8, ())
     many = Budget.split(settings, 41, with_night=True)
-    # 41 series share 80 % of 1 % a night: the one-night test at 70 % of it, Bonferroni.
-    assert nominal_false_alarm_rate(many.series.fail_z) == pytest.approx(0.01 * 0.8 * 0.7 / 41)
+    # 41 series share 80 % of 1 % a night, Bonferroni, the one-night test its FAMILY_SPLIT share.
+    assert nominal_false_alarm_rate(many.series.fail_z) == pytest.approx(0.01 * 0.8 * family.FAMILY_SPLIT[0] / 41)
     assert [m for m, _ in many.series.windows] == [2, 3]
     assert many.night is not None and nominal_false_alarm_rate(many.night.fail_z) == pytest.approx(0.0014)
     bigger = Budget.split(settings, 201, with_night=True)

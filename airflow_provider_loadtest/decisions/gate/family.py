@@ -62,6 +62,7 @@ __all__ = [  # noqa: RUF022 - grouped by meaning, not sorted
     "FAMILY_FROM",
     "NIGHT_SHARE",
     "ONE_NIGHT_SHARE",
+    "FAMILY_SPLIT",
     "TRIM",
     "MIN_TAIL_SAMPLES",
     "LOG",
@@ -86,6 +87,11 @@ NIGHT_SHARE = 0.2
 #: Of a test's budget, the share of its one-night test (the rest: the persistence test), as the
 #: settings' defaults split one series' (fail_z 2.5: 0.62 %, persist_z 2.8: 0.26 %).
 ONE_NIGHT_SHARE = 0.7
+#: A series among many: its budget for the one-night test, the two-night test and the test of
+#: ``persist_nights`` nights. The one-night test of 201 series is so strict (4.5 sd with 60 nights of
+#: history) that a 4 sd step is mostly caught on its second night, by the two-night test: it gets as
+#: much as the one-night test, and the longer test (smaller steps that last) the rest.
+FAMILY_SPLIT = (0.45, 0.4, 0.15)
 #: The share of the series trimmed from each end before the night effect is averaged: a few series
 #: that regress tonight do not move the night's shared movement, which an ordinary mean would let them.
 TRIM = 0.2
@@ -224,12 +230,15 @@ class Budget:
         ``persist_nights`` nights."""
         budget = settings.false_alarm_budget
         share = budget * (1 - NIGHT_SHARE if with_night else 1) / max(1, tested)
-        single, lasting = share * ONE_NIGHT_SHARE, share * (1 - ONE_NIGHT_SHARE)
+        if tested > 1:  # the two-night test gets the most: a 4 sd step is caught within two nights
+            single, two, lasting = (share * part for part in FAMILY_SPLIT)
+        else:  # one series: exactly the settings' split
+            single, two, lasting = share * ONE_NIGHT_SHARE, 0.0, share * (1 - ONE_NIGHT_SHARE)
         series = Quantiles(
             max(settings.fail_z, z_of(single)),
             max(settings.persist_z, z_of(lasting)),
             max(settings.suspect_z, z_of(nominal_false_alarm_rate(settings.suspect_z) / max(1, tested))),
-            _windows(settings, lasting) if tested > 1 else (),
+            _windows(settings, two, lasting) if tested > 1 else (),
         )
         night = None
         if with_night:
@@ -277,14 +286,16 @@ class FamilyNight:
     budget_text: str | None = None
 
 
-def _windows(settings: HistorySettings, lasting: float) -> tuple[tuple[int, float], ...]:
-    """The persistence tests of a series among many: two nights and ``persist_nights`` nights, sharing
-    the persistence budget ``lasting`` (one test when those are the same)."""
-    nights = sorted({min(2, settings.persist_nights), settings.persist_nights} - {1})
-    if not nights:
+def _windows(settings: HistorySettings, two: float, lasting: float) -> tuple[tuple[int, float], ...]:
+    """The persistence tests of a series among many: two nights (budget ``two``) and
+    ``persist_nights`` nights (budget ``lasting``); one test with both budgets when those are the same
+    number of nights."""
+    nights = settings.persist_nights
+    if nights <= 1:
         return ()
-    each = lasting / len(nights)
-    return tuple((m, max(settings.persist_z, z_of(each))) for m in nights)
+    if nights == 2:
+        return ((2, max(settings.persist_z, z_of(two + lasting))),)
+    return ((2, max(settings.persist_z, z_of(two))), (nights, max(settings.persist_z, z_of(lasting))))
 
 
 # --- the scale ------------------------------------------------------------------------------------
