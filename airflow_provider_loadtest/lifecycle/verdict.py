@@ -117,7 +117,10 @@ class Judging(LifecycleBase):
 
         if spec.baseline != HISTORY:
             return frozenset()
-        gated = dict.fromkeys([*spec.metric_ids, *self._transaction_gate(spec).metric_ids])
+        from airflow_provider_loadtest.decisions.gate.load import LOAD_METRICS
+
+        # The applied load is judged against its history too: a deliberate change of it is accepted alike.
+        gated = dict.fromkeys([*spec.metric_ids, *self._transaction_gate(spec).metric_ids, *LOAD_METRICS])
         return accepted_metrics(dag_run_conf(context), self.task_id, gated)
 
     def _check_gate(self, context: Context, run: StartedRun, outcome: RunOutcome) -> Verdict | None:
@@ -126,7 +129,9 @@ class Judging(LifecycleBase):
         the task, and a retry re-attaches to the run (kept in its record) and judges again."""
         spec = self._gate_spec()
         transactions = self._transaction_gate(spec)
-        if not (spec.active or transactions.active) or not is_terminal(outcome.state):
+        min_userload = getattr(self, "min_userload", None)
+        active = spec.active or transactions.active or min_userload is not None
+        if not active or not is_terminal(outcome.state):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
         from airflow_provider_loadtest.decisions.gate.history import HISTORY
@@ -165,6 +170,7 @@ class Judging(LifecycleBase):
                 transaction_history=series,
                 transactions_log=text,
                 transaction_series=specs,
+                min_userload=min_userload,
             )
             return self.hook.drive(steps, self.log)
         except Exception as exc:

@@ -134,6 +134,10 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         the same transaction in the previous passing run or a pinned run (its value in XCom, else its
         JTL files), or its own history with ``baseline="history"`` (``loadtest_accept_change`` accepts
         the change of a transaction's metric too).
+    :param min_userload: the virtual users the run must apply (its ``USERLOAD``): a run that applied
+        fewer fails its gate as not measured (its response times do not describe the intended load).
+        With ``baseline="history"`` the applied load (``USERLOAD``, ``HITS_RATE``) is also judged against
+        its own history without it: markedly less than usual fails (``decisions.gate.load``).
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Files are written atomically, before the task's verdict. When the run succeeded, a file that
@@ -217,10 +221,18 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         history_settings: Mapping[str, float] | None = None,
         transaction_budgets: Mapping[str, Mapping[str, str]] | None = None,
         transaction_max_regression_pct: Mapping[str, Mapping[str, float]] | None = None,
+        min_userload: int | None = None,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if min_userload is not None and (
+            isinstance(min_userload, bool) or not isinstance(min_userload, int) or min_userload < 1
+        ):
+            raise ValueError(
+                f"min_userload must be a whole number of virtual users, 1 or more; got {min_userload!r}"
+            )
+        self.min_userload = min_userload
         if (scenario_id is None) == (scenario_name is None):
             raise ValueError(
                 "give scenario_id or scenario_name (with project_id or workspace_id), one of them"
