@@ -84,7 +84,9 @@ def test_one_series_is_judged_at_the_settings_own_quantiles_and_many_at_higher_o
     assert (one.series.fail_z, one.series.persist_z, one.series.windows) == (2.5, 2.8, ())
     many = Budget.split(settings, 41, with_night=True)
     # 41 series share 80 % of 1 % a night, Bonferroni, the one-night test its FAMILY_SPLIT share.
-    assert nominal_false_alarm_rate(many.series.fail_z) == pytest.approx(0.01 * 0.8 * family.FAMILY_SPLIT[0] / 41)
+    assert nominal_false_alarm_rate(many.series.fail_z) == pytest.approx(
+        0.01 * 0.8 * family.FAMILY_SPLIT[0] / 41
+    )
     assert [m for m, _ in many.series.windows] == [2, 3]
     assert many.night is not None and nominal_false_alarm_rate(many.night.fail_z) == pytest.approx(0.0014)
     bigger = Budget.split(settings, 201, with_night=True)
@@ -94,7 +96,7 @@ def test_one_series_is_judged_at_the_settings_own_quantiles_and_many_at_higher_o
 def test_the_budget_text_says_what_it_buys() -> None:
     settings = HistorySettings()
     text = Budget.split(settings, 41, with_night=True).text(settings, 60)
-    assert "with 41 series judged together" in text and "at most 1 red clean night(s) in 100" in text
+    assert "with 41 series judged together" in text and "at most 1 red clean night in 100 " in text
     assert "sd to fail on one night" in text and "over 2 nights" in text and "night effect" in text
 
 
@@ -325,3 +327,20 @@ def test_with_a_shared_night_effect_a_lone_4_sd_step_is_caught_on_its_first_nigh
     # The night effect taken out, 4 sd of a series is ~7 sd of its own noise: caught at once.
     assert first >= 23, (first, branches)
     assert others <= 2
+
+
+def test_the_page_quotes_the_family_as_the_code_has_it() -> None:
+    """docs/gate_quality.md quotes the budget's log line and the family's constants: held to the code."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "gate_quality.md").read_text()
+    settings = HistorySettings()
+    assert Budget.split(settings, 41, with_night=True).text(settings, 60) in page
+    split = [round(100 * part) for part in family.FAMILY_SPLIT]
+    assert f"one-night test ({split[0]} %), a test of the mean of its last two nights ({split[1]} %)" in page
+    assert f"`persist_nights` nights ({split[2]} %)" in page
+    assert family.NIGHT_SHARE == 0.2 and "a fifth of the budget goes to it" in page
+    assert family.TRIM == 0.2 and "20 %-trimmed mean" in page
+    assert f"from {family.FAMILY_FROM} series with a history on" in page
+    assert family.MIN_TAIL_SAMPLES == 20 and "p95: 400, p99: 2,000" in page
+    assert settings.false_alarm_budget == 0.01 and "default 0.01" in page

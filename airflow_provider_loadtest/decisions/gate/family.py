@@ -261,7 +261,8 @@ class Budget:
                 text += f", {threshold_factor(z, n, m):.1f} sd a night over {m} nights"
             return text
 
-        per = f"{100 * settings.false_alarm_budget:g} red clean night(s) in 100"
+        count = 100 * settings.false_alarm_budget
+        per = f"{count:g} red clean night{'' if count == 1 else 's'} in 100"
         beyond = " beyond the night's shared movement" if self.night is not None else ""
         line = (
             f"Budget: at most {per} for the whole gate; with {self.tested} series judged together, a "
