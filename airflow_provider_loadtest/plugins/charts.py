@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 
 from markupsafe import Markup, escape
 
 from airflow_provider_loadtest.plugins.bounds import NAME_CHARS, PLOT_RANGE, TEXT_CHARS, clip
-from airflow_provider_loadtest.plugins.history import Series, task_instance_url
+from airflow_provider_loadtest.plugins.history import Night, Series, task_instance_url
 from airflow_provider_loadtest.plugins.rows import Row
 
 WIDTH, HEIGHT = 640, 220
@@ -114,6 +113,7 @@ def unit_of(metric: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=8192)  # a tooltip writes four; a history's baselines and bands repeat night after night
 def number(value: float | None) -> str:
     """A value as people read it: up to 4 significant digits, no exponent below 10^9; any float
     (``1.7e308``, ``5e-324``) has a text, and what is not finite reads "out of range"."""
@@ -173,18 +173,14 @@ def y_domain(values: Sequence[float]) -> tuple[float, float, float]:
 # --- geometry ----------------------------------------------------------------------------------------
 
 
-def _x_positions(times: Sequence[datetime], left: float, right: float) -> list[float]:
-    if not times:
+def _x_positions(nights: Sequence[Night], left: float, right: float) -> list[float]:
+    if not nights:
         return []
-    first, last = times[0].timestamp(), times[-1].timestamp()
+    first, last = nights[0].stamp, nights[-1].stamp
     if last <= first:
-        return [(left + right) / 2] * len(times)
+        return [(left + right) / 2] * len(nights)
     scale = (right - left) / (last - first)
-    return [left + (t.timestamp() - first) * scale for t in times]
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.1f}"
+    return [left + (n.stamp - first) * scale for n in nights]
 
 
 def line_path(xs: Sequence[float], ys: Sequence[float | None]) -> str:
@@ -195,7 +191,7 @@ def line_path(xs: Sequence[float], ys: Sequence[float | None]) -> str:
         if y is None:
             pen_down = False
             continue
-        parts.append(f"{'L' if pen_down else 'M'}{_fmt(x)} {_fmt(y)}")
+        parts.append(f"{'L' if pen_down else 'M'}{x:.1f} {y:.1f}")
         pen_down = True
     return " ".join(parts)
 
@@ -220,10 +216,10 @@ def step_path(spans: Sequence[tuple[float, float]], ys: Sequence[float | None]) 
             previous = None
             continue
         if previous is None:
-            parts.append(f"M{_fmt(start)} {_fmt(y)}")
+            parts.append(f"M{start:.1f} {y:.1f}")
         elif y != previous:
-            parts.append(f"V{_fmt(y)}")
-        parts.append(f"H{_fmt(end)}")
+            parts.append(f"V{y:.1f}")
+        parts.append(f"H{end:.1f}")
         previous = y
     return " ".join(parts)
 
@@ -236,8 +232,8 @@ def band_path(spans: Sequence[tuple[float, float]], bands: Sequence[tuple[float,
     def close() -> None:
         if not run:
             return
-        upper = [f"{_fmt(x)} {_fmt(high)}" for (start, end), (_, high) in run for x in (start, end)]
-        lower = [f"{_fmt(x)} {_fmt(low)}" for (start, end), (low, _) in reversed(run) for x in (end, start)]
+        upper = [f"{x:.1f} {high:.1f}" for (start, end), (_, high) in run for x in (start, end)]
+        lower = [f"{x:.1f} {low:.1f}" for (start, end), (low, _) in reversed(run) for x in (end, start)]
         parts.append("M" + " L".join(upper + lower) + " Z")
         run.clear()
 
@@ -339,15 +335,16 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
 
     def y_of(value: float) -> float:
         """The value's height, at the plot's edge when it is out of range."""
-        if not in_range(value):
+        if not -PLOT_RANGE <= value <= PLOT_RANGE:
             return top if value > 0 else bottom
-        return min(bottom, max(top, bottom - (value - low) * scale))
+        y = bottom - (value - low) * scale
+        return top if y < top else bottom if y > bottom else y
 
     def ys(levels: Sequence[float | None]) -> list[float | None]:
         """Heights of a line, broken where a level is missing or out of range."""
-        return [y_of(v) if v is not None and in_range(v) else None for v in levels]
+        return [None if v is None or not -PLOT_RANGE <= v <= PLOT_RANGE else y_of(v) for v in levels]
 
-    xs = _x_positions([n.at for n in series.nights], left, right)
+    xs = _x_positions(series.nights, left, right)
     spans = _spans(xs, left, right)
     marks, accepted = [], []
     for x, night, row in zip(xs, series.nights, rows, strict=True):

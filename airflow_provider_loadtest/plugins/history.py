@@ -50,6 +50,11 @@ class Night:
         """When the night is: its logical date (the night it stands for), else when it ran."""
         return self.logical_date or self.run_after
 
+    @cached_property  # a night is a point on each chart
+    def stamp(self) -> float:
+        """``at`` in epoch seconds, for the charts' x axis."""
+        return self.at.timestamp()
+
     @cached_property  # a night is a point on each chart and a row of the table
     def day(self) -> str:
         return self.at.strftime("%Y-%m-%d")

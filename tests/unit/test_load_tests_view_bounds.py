@@ -280,3 +280,18 @@ def test_values_too_close_for_a_float_to_divide_render_flat() -> None:
     tiny = {"budget": None, "baseline": None, "change_pct": None}
     html = page([night(1, [row(0.0, **tiny)]), night(2, [row(5e-324, **tiny)])])
     assert html.count('<figure class="chart"') == 1 and "4.941e-324" in html
+
+
+def test_the_docs_state_the_bounds_the_code_has() -> None:
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "load_tests_view.md").read_text().split())
+    for phrase in (
+        f"at most {bounds.SERIES_DRAWN} series drawn",
+        f"{bounds.COLUMNS} metric columns",
+        f"the first {bounds.ROWS_PER_NIGHT:,} gate rows of a night",
+        f"{bounds.FAILING_LISTED} failing rows listed",
+        f"{bounds.PAGE_BYTES // 2**20} MiB in all",
+        f"beyond 10^{round(math.log10(bounds.PLOT_RANGE))}",
+    ):
+        assert phrase in text, phrase
