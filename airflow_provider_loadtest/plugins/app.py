@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
-from airflow_provider_loadtest.plugins.bounds import LINKED_NAME_CHARS, PageBudget
+from airflow_provider_loadtest.plugins.bounds import JSON_ROWS, LINKED_NAME_CHARS, PageBudget
 from airflow_provider_loadtest.plugins.history import TaskHistory, build
 from airflow_provider_loadtest.plugins.page import TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
@@ -327,12 +327,16 @@ def _row_json(row: Row) -> dict[str, Any]:
 
 
 def history_json(history: TaskHistory) -> dict[str, Any]:
-    """A task's history as JSON: the nights, newest first, with their verdicts and rows."""
-    return {
-        "dag_id": history.dag_id,
-        "task_id": history.task_id,
-        "total": history.total,
-        "nights": [
+    """A task's history as JSON: the nights, newest first, with their verdicts and rows (at most
+    ``bounds.JSON_ROWS`` in all: the nights past them keep their verdict, and say how many rows they
+    left out)."""
+    room = JSON_ROWS
+    nights = []
+    for n in history.nights:
+        result = n.result
+        shown = [result.row(i) for i in range(min(max(room, 0), len(result.entries)))]
+        room -= len(shown)
+        nights.append(
             {
                 "run_id": n.run_id,
                 "map_index": n.map_index,
@@ -340,13 +344,17 @@ def history_json(history: TaskHistory) -> dict[str, Any]:
                 "logical_date": n.logical_date.isoformat() if n.logical_date else None,
                 "task_state": n.ti_state,
                 "verdict": n.verdict.value,
-                "bench_result_id": n.result.bench_result_id,
-                "report_url": n.result.report_url,
-                "state": n.result.state,
-                "rows": [_row_json(row) for row in n.result.rows],
-                "rows_left_out": n.result.left_out,
+                "bench_result_id": result.bench_result_id,
+                "report_url": result.report_url,
+                "state": result.state,
+                "rows": [_row_json(row) for row in shown],
+                "rows_left_out": result.left_out + len(result.entries) - len(shown),
             }
-            for n in history.nights
-        ],
+        )
+    return {
+        "dag_id": history.dag_id,
+        "task_id": history.task_id,
+        "total": history.total,
+        "nights": nights,
         "generated_at": time.time(),
     }

@@ -22,6 +22,8 @@ NAMES_LISTED = 60
 NAME_CHARS, TEXT_CHARS = 120, 300
 #: The longest transaction a link (``?transaction=``) names; a longer one is named, not linked.
 LINKED_NAME_CHARS = 500
+#: Gate rows in one JSON answer (``/api/...``: 2,000 nights of 1,000 rows would be 2 million).
+JSON_ROWS = 100_000
 #: Bytes of one page: past them no further chart, table row or task is rendered, and the page says so.
 PAGE_BYTES = 6 * 2**20
 #: Absolute values a chart draws; beyond, a value shows at the plot's edge as out of range (a float

@@ -295,3 +295,14 @@ def test_the_docs_state_the_bounds_the_code_has() -> None:
         f"beyond 10^{round(math.log10(bounds.PLOT_RANGE))}",
     ):
         assert phrase in text, phrase
+
+
+def test_the_json_answer_holds_a_bounded_number_of_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_loadtest.plugins import app as view_app
+
+    monkeypatch.setattr(view_app, "JSON_ROWS", 25)
+    nights = [night(day, [row(), *crowded(9)], state="success") for day in range(1, 6)]
+    data = history_json(build("dag", "task", nights))
+    assert [len(n["rows"]) for n in data["nights"]] == [10, 10, 5, 0, 0]
+    assert [n["rows_left_out"] for n in data["nights"]] == [0, 0, 5, 10, 10]
+    assert {n["verdict"] for n in data["nights"]} == {"pass"}
