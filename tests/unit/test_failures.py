@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,7 @@ def test_memory_is_bounded_by_distinct_messages_over_the_run(monkeypatch: pytest
     monkeypatch.setattr(failures_module, "MAX_DISTINCT", 6)
     rows = [("a", "500", f"order {i} failed", False, "") for i in range(50)]
     counts = FailureCounts()
-    counts.add("a", [r[1] for r in rows], [r[2] for r in rows], controller=False)
+    counts.add(Counter((r[0], r[1], r[2]) for r in rows), controller=False)
     assert sum(map(len, counts.messages.values())) + sum(map(len, counts.codes.values())) <= 6
     result = counts.result({"a": 50})
     assert result.labels["a"].failed == 50

@@ -17,7 +17,7 @@ a log line or an exception).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,21 +180,17 @@ class FailureCounts:
         self.distinct = 0
         self.shown: dict[str, str] = {}  # raw text -> as shown (masking costs: texts repeat per batch)
 
-    def add(self, label: str, codes: Iterable[str], messages: Iterable[str], *, controller: bool) -> None:
-        """A label's failed samples of a batch: their response codes and raw messages; ``controller``:
-        they are a Transaction Controller's rows (left out of the run's failures by code)."""
-        code_counts = Counter(codes)
-        self._count(self.codes, self.other_codes, label, code_counts, self._shown)
-        self._count(self.messages, self.other_messages, label, Counter(messages), self._shown)
-        if controller:
-            self.controllers.add(label)
-        else:
-            for code, count in code_counts.items():
-                shown = self._shown(code)
-                if shown in self.run_codes or len(self.run_codes) < MAX_DISTINCT:
-                    self.run_codes[shown] += count
-                else:
-                    self.run_codes[OTHER] += count
+    def add(self, counts: Mapping[tuple[str, str, str], int], *, controller: bool) -> None:
+        """Failed samples counted by (label, response code, raw message); ``controller``: they are a
+        Transaction Controller's rows (left out of the run's failures by code)."""
+        for (label, raw_code, message), count in counts.items():
+            code = self._shown(raw_code)
+            self._bump(self.codes, self.other_codes, label, code, count)
+            self._bump(self.messages, self.other_messages, label, self._shown(message), count)
+            if controller:
+                self.controllers.add(label)
+            else:
+                self._bump_run(code, count)
 
     def _shown(self, text: str) -> str:
         shown = self.shown.get(text)
@@ -204,35 +200,33 @@ class FailureCounts:
             shown = self.shown[text] = _shown(text)
         return shown
 
-    def _count(
-        self,
-        table: dict[str, Counter[str]],
-        other: Counter[str],
-        label: str,
-        counts: Mapping[str, int],
-        key: Callable[[str], str],
+    def _bump(
+        self, table: dict[str, Counter[str]], other: Counter[str], label: str, text: str, count: int
     ) -> None:
         mine = table.setdefault(label, Counter())
-        for text, count in counts.items():
-            shown = key(text)
-            if shown in mine:
-                mine[shown] += count
-            elif self.distinct < MAX_DISTINCT:
-                self.distinct += 1
-                mine[shown] = count
-            else:
-                other[label] += count
+        if text in mine:
+            mine[text] += count
+        elif self.distinct < MAX_DISTINCT:
+            self.distinct += 1
+            mine[text] = count
+        else:
+            other[label] += count
+
+    def _bump_run(self, code: str, count: int) -> None:
+        key = code if code in self.run_codes or len(self.run_codes) < MAX_DISTINCT else OTHER
+        self.run_codes[key] += count
 
     def merge(self, other: FailureCounts) -> None:
-        for label, counts in other.messages.items():
-            self._count(self.messages, self.other_messages, label, counts, str)
-        for label, counts in other.codes.items():
-            self._count(self.codes, self.other_codes, label, counts, str)
-        self.other_messages.update(other.other_messages)
-        self.other_codes.update(other.other_codes)
+        for table, others, mine in (
+            (other.messages, other.other_messages, (self.messages, self.other_messages)),
+            (other.codes, other.other_codes, (self.codes, self.other_codes)),
+        ):
+            for label, counts in table.items():
+                for text, count in counts.items():
+                    self._bump(*mine, label, text, count)
+            mine[1].update(others)
         for code, count in other.run_codes.items():
-            key = code if code in self.run_codes or len(self.run_codes) < MAX_DISTINCT else OTHER
-            self.run_codes[key] += count
+            self._bump_run(code, count)
         self.controllers |= other.controllers
 
     def result(self, failed: Mapping[str, int], top: int = TOP) -> RunFailures:
