@@ -968,7 +968,12 @@ def run(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     def kinds(size: int) -> list[NoiseKind]:
         return [NOISE_BY_LABEL[label] for label in (args.big_noises if size > BIG else args.noises)]
 
-    cells = [measure_cell(plan, kind, args.rules) for plan in plans for kind in kinds(plan.size)]
+    cells = []
+    for plan in plans:
+        for kind in kinds(plan.size):
+            cells.append(measure_cell(plan, kind, args.rules))
+            cpu = ", ".join(f"{rule} {s:.0f} s" for rule, s in cells[-1].seconds.items())
+            print(f"measured {plan.size} series, {kind.label} (CPU: {cpu})", file=sys.stderr, flush=True)
     found = [
         one
         for size, samples in zip(
