@@ -126,6 +126,7 @@ def test_memory_is_bounded_by_distinct_messages_over_the_run(monkeypatch: pytest
     counts = FailureCounts()
     counts.add(Counter((r[0], r[1], r[2]) for r in rows), controller=False)
     assert sum(map(len, counts.messages.values())) + sum(map(len, counts.codes.values())) <= 6
+    assert len(counts.shown) <= 6  # the masked texts' cache too
     result = counts.result({"a": 50})
     assert result.labels["a"].failed == 50
     assert sum(c.count for c in result.labels["a"].messages) + result.labels["a"].other_messages == 50
