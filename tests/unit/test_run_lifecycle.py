@@ -325,7 +325,8 @@ def _outcome(**overrides: Any) -> dict[str, Any]:
     return {**outcome, **overrides}
 
 
-def test_execute_complete_success_and_failure(loadtest_conn: str) -> None:
+def test_execute_complete_success_and_failure(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
+    requests_mock.get(FILES_URL, json=[])  # the failed run's JMeter log is looked for (lifecycle.explaining)
     store = FakeStateStore({RUN_RECORD_KEY: _saved_record()})
     op = _op(deferrable=True)
     result = op.execute_complete(
@@ -355,8 +356,9 @@ def test_argument_checks() -> None:
         _op(timeout=-5)
 
 
-def test_resumed_task_keeps_its_report_link(loadtest_conn: str) -> None:
+def test_resumed_task_keeps_its_report_link(loadtest_conn: str, requests_mock: rm.Mocker) -> None:
     """After deferral a new process computes the link at task end: it comes from the trigger's run record."""
+    requests_mock.get(FILES_URL, json=[])  # the failed run's JMeter log is looked for
     op = _op(deferrable=True)
     link = LoadTestReportLink()
     assert link.get_link(op, ti_key=mock.sentinel.key) == ""  # type: ignore[arg-type]
@@ -648,6 +650,78 @@ def test_a_persons_clear_starts_afresh_and_says_so(
         assert "Stopping run br-1: a person cleared the task" in out
     assert store.data[RUN_RECORD_KEY]["max_tries"] == 3
     assert store.data[RUN_RECORD_KEY]["stopped"] is None  # the new run's record
+
+
+def _cleared_after_a_run(requests_mock: rm.Mocker, first_read: dict[str, Any]) -> tuple[FakeStateStore, Any]:
+    """A clear (max_tries 1 -> 3) of a task whose run br-1 was recorded; the first state read (the run of
+    before the clear) answers ``first_read``, then the new run goes RUNNING, FINISHED."""
+    _service(requests_mock, ["RUNNING", "FINISHED"])
+    requests_mock.get(
+        STATE_URL,
+        [
+            first_read,
+            {"json": {"id": "br-1", "state": "RUNNING"}},
+            {"json": {"id": "br-1", "state": "FINISHED"}},
+        ],
+    )
+    return FakeStateStore({RUN_RECORD_KEY: _record(_saved_record(), max_tries=1)}), _op()
+
+
+def test_a_clear_after_the_run_ended_stops_nothing(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    """The run of before the clear already ended: nothing to stop, the new run starts."""
+    store, op = _cleared_after_a_run(requests_mock, {"json": {"id": "br-1", "state": "FINISHED"}})
+    assert op.execute(_context(store, max_tries=3, try_number=3))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert (_posts(requests_mock, STOP_URL), _posts(requests_mock, RUN_URL)) == (0, 1)
+    assert requests_mock.request_history[0].url == STATE_URL  # its state was read, by its id
+
+
+def test_a_clear_whose_old_run_cannot_be_read_stops_it_and_records_why(
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The state of the run of before the clear cannot be read: it may still go, so it is stopped (the
+    clear asked for a new run), the record saying a person's clear decided it, then the new run starts."""
+    store, op = _cleared_after_a_run(requests_mock, {"status_code": 404, "text": "no such run"})
+    recorded: list[tuple[Any, float]] = []
+
+    def stop(request: Any, context: Any) -> str:
+        recorded.append((store.data[RUN_RECORD_KEY], clock[0]))
+        return ""
+
+    requests_mock.post(STOP_URL, text=stop)
+    assert op.execute(_context(store, max_tries=3, try_number=3))["state"] == "FINISHED"  # type: ignore[arg-type]
+    assert (_posts(requests_mock, STOP_URL), _posts(requests_mock, RUN_URL)) == (1, 1)
+    out = capsys.readouterr().out
+    assert "Could not read the state of run br-1 of before the clear: " in out and "404" in out
+    record, when = recorded[0]
+    stopped = record["stopped"]
+    assert (stopped["bench_result_id"], stopped["by"], stopped["at"]) == ("br-1", "clear", when)
+
+
+def test_a_start_refused_whose_record_cannot_be_cleared_says_a_retry_will_refuse(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4xx start started nothing, but the "start in flight" record could not be deleted: the log says
+    the retry will refuse to start (and why), rather than leave a person to guess."""
+
+    class Undeletable(FakeStateStore):
+        def delete(self, key: str) -> None:
+            raise RuntimeError("state store: API server answered 503")
+
+    from airflow_provider_loadtest.api.errors import LoadTestApiError
+
+    requests_mock.post(RUN_URL, status_code=409, text="a run is going")
+    with pytest.raises(LoadTestApiError):
+        _op().execute(_context(Undeletable()))  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert (
+        "Could not clear the start-in-flight record (a retry will refuse to start): state store: API server "
+        "answered 503"
+    ) in out
 
 
 def test_a_retry_is_not_a_clear(loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]) -> None:

@@ -69,3 +69,30 @@ def test_what_airflow_did_not_give_reads_as_unknown() -> None:
     )
     given = SimpleNamespace(try_number=2, max_tries=3, clear_number=1)
     assert (read_try_number(given), read_max_tries(given), read_clear_number({"dag_run": given})) == (2, 3, 1)
+
+
+@pytest.mark.parametrize(
+    ("state", "restart", "stopped_here", "clear_seen", "step"),
+    [
+        ("FINISHED", True, False, True, "judge"),
+        ("ABORTED", False, False, False, "judge"),  # a plain retry: no clear unless told (the default)
+        ("ABORTED", False, False, True, "restart"),
+        ("ABORTED", True, True, True, "judge"),  # this package stopped it: its own verdict
+        ("ERROR", True, False, False, "restart"),
+        ("ERROR", False, False, True, "judge"),
+        ("RUNNING", False, False, False, "attach"),
+        ("RUNNING", False, False, True, "settle"),
+        ("SOMETHING_NEW", False, False, False, "attach"),
+    ],
+)
+def test_what_a_retry_does_with_its_recorded_run(
+    state: str, restart: bool, stopped_here: bool, clear_seen: bool, step: str
+) -> None:
+    """The table of ``on_recorded_run``, defaults included (kills ``clear_seen=True`` as the default
+    and a misspelt ``"restart"``, which the operator would take for a restart anyway)."""
+    from airflow_provider_loadtest.decisions.run_record import on_recorded_run
+
+    kwargs = {"stopped_here": stopped_here} if stopped_here else {}
+    if clear_seen:
+        kwargs["clear_seen"] = True
+    assert on_recorded_run(state, restart_failed_runs=restart, **kwargs) == step
