@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.gate.judging import SeriesSpec
     from airflow_provider_loadtest.decisions.gate.transactions import TransactionGate
     from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.decisions.samples.failures import RunFailures
     from airflow_provider_loadtest.decisions.watch import RunOutcome
 
 
@@ -107,6 +108,8 @@ class LifecycleBase(LoadTestHookMixin):
         self.transaction_budgets = transaction_budgets
         self.transaction_max_regression_pct = transaction_max_regression_pct
         self._active_run: StartedRun | None = None
+        #: Why the run's samples failed, from the JTL files the transaction gate read (explains a failure).
+        self._run_failures: RunFailures | None = None
         self._store_works = True  # until the task finds it has no task state store it can rely on
         self._ti: Any = None
         self._kill: Kill | None = None

@@ -94,6 +94,8 @@ class TransactionJudging(LifecycleBase):
         if not gate.active:
             return [], {}, None, []
         summary = self._transaction_figures(run.bench_result_id, gate, must=must)
+        # Why samples failed, read in the same pass: the verdict explains a failed gate with it.
+        self._run_failures = None if isinstance(summary, Unreadable) else summary.failures
         if isinstance(summary, Unreadable):
             text = None if gate.active else f"The slowest transactions are not listed: {summary.reason}"
         else:

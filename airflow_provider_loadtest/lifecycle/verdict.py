@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from airflow_provider_loadtest.decisions.gate.history import GateHistory
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome
+    from airflow_provider_loadtest.lifecycle.explaining import Explanation
 
 
 class Judging(LifecycleBase):
@@ -45,6 +46,7 @@ class Judging(LifecycleBase):
             )
         result = {**run.to_xcom(), **outcome.summary()}
         result.pop("summary_metrics", None)
+        self._run_failures = None
         verdict = self._check_gate(context, run, outcome)
         if verdict is not None:
             result["gate"] = [row.to_xcom() for row in verdict.rows]
@@ -52,6 +54,14 @@ class Judging(LifecycleBase):
                 result["night_effect"] = verdict.night.to_xcom()
         result.update(self._save_files(context, run, must_succeed=outcome.succeeded))
         passed = outcome.succeeded and (verdict is None or verdict.passed)
+        why = self._explain(run, outcome, verdict, passed)
+        if why.data:
+            result["explanation"] = why.data
+        from airflow_provider_loadtest.decisions.gate.summary import summary_markdown
+
+        result["summary"] = summary_markdown(
+            result, verdict, passed=passed, why=why.lines, run_message=outcome.message
+        )
         self._describe_outlet_events(context, result, passed, verdict)
         self._active_run = None
         ti = context_get(context, "ti")
@@ -76,14 +86,41 @@ class Judging(LifecycleBase):
             # leaves the history as it was.
             if ti is not None:
                 push_history(ti, verdict)
-            raise AirflowFailException(f"{verdict.message()}.{report}")
+            raise AirflowFailException(f"{verdict.message()}.{report}{_why_text(why)}")
         final = verdict_is_final(
             reason=outcome.reason,
             state=outcome.state,
             restart_failed_runs=getattr(self, "restart_failed_runs", False),
             store_works=self._store_works,
         )
-        raise (AirflowFailException if final else AirflowException)(f"{outcome.message}.{report}")
+        raise (AirflowFailException if final else AirflowException)(
+            f"{outcome.message}.{report}{_why_text(why)}"
+        )
+
+    def _explain(
+        self, run: StartedRun, outcome: RunOutcome, verdict: Verdict | None, passed: bool
+    ) -> Explanation:
+        """Why the run or its gate failed (``lifecycle.explaining``), said in the log; nothing when it
+        passed. An ERROR or ABORTED run: the service's word and its JMeter log's ERROR lines; a failed
+        gate: the failing transactions' failures from the JTL files already read."""
+        from airflow_provider_loadtest.lifecycle.explaining import (
+            Explanation,
+            explain_gate,
+            explain_run,
+            read_jmeter_logs,
+        )
+
+        if passed:
+            return Explanation()
+        if outcome.state in ("ERROR", "ABORTED"):
+            why = explain_run(outcome, read_jmeter_logs(self.hook, run.bench_result_id))
+        elif verdict is not None and not verdict.passed:
+            why = explain_gate(verdict, getattr(self, "_run_failures", None))
+        else:
+            return Explanation()
+        if why.lines:
+            self.log.error("Why run %s failed:\n%s", run.bench_result_id, "\n".join(why.lines))
+        return why
 
     def _gate_spec(self, context: Context | None = None) -> GateSpec:
         """The rendered gate settings, checked before the run starts (templates render late). With the
@@ -98,10 +135,9 @@ class Judging(LifecycleBase):
                 self.baseline,
                 history_settings_of(self.history_settings, self.baseline),
             )
-            transactions = self._transaction_gate(spec)
+            self._transaction_gate(spec)
             if context is not None:
                 self._gate_accepted(context, spec)
-                self._check_labels_before_start(context, spec, transactions)
         except ValueError as exc:
             from airflow_provider_loadtest.compat import AirflowFailException
 
@@ -312,3 +348,9 @@ class Judging(LifecycleBase):
             "without a working task state store a retry could not re-attach to this run and would "
             "start a second load test."
         ) from exc
+
+
+def _why_text(why: Explanation) -> str:
+    """The explanation's first lines, for the exception's message."""
+    text = why.for_exception()
+    return f" Why: {text}" if text else ""

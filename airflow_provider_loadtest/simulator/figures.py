@@ -41,6 +41,9 @@ _TIME_PARTS: dict[str, float] = {
 }
 #: Apdex thresholds (ms) used for the *_APDEX metrics.
 APDEX_SATISFIED_MS = 500.0
+#: How much faster a run that applies none of its users would answer (times scale by
+#: ``1 - LIGHT_SPEEDUP * (1 - applied share)``): 0.5 makes a run of a fifth of its users 40 % faster.
+LIGHT_SPEEDUP = 0.5
 #: A run's noise is drawn within this many standard deviations: noise, never an outlier night.
 NOISE_BOUND_SD = 3.0
 
@@ -75,19 +78,23 @@ class RunFigures:
         slowdown: float,
         agents: int,
         run_index: int = 1,
+        applied: float = 1.0,
     ) -> RunFigures:
         """The figures of the ``run_index``-th run of a scenario (1: the first since the last reset)
-        once ``progress_percent`` of it ran, ``slowdown`` times slower than its profile besides its noise."""
+        once ``progress_percent`` of it ran, ``slowdown`` times slower than its profile besides its noise.
+        ``applied``: the share of its users the run applied (hits in proportion; response times
+        ``LIGHT_SPEEDUP`` of the way to half as long at no load: a lightly loaded system answers faster)."""
         seconds = profile.simulated_seconds * progress_percent / 100
-        hits = math.floor(profile.hits_per_second * seconds)
+        hits = math.floor(profile.hits_per_second * applied * seconds)
         noise = run_noise(profile.noise_pct, run_index)
+        lighter = 1 - LIGHT_SPEEDUP * (1 - applied)
         return cls(
             seconds=seconds,
             hits=hits,
             errors=math.floor(hits * profile.error_rate),
-            avg_response_time_ms=round(profile.avg_response_time_ms * slowdown * noise, 1),
+            avg_response_time_ms=round(profile.avg_response_time_ms * slowdown * noise * lighter, 1),
             response_bytes=profile.response_kb * 1024,
-            users=profile.users,
+            users=round(profile.users * applied),
             agents=agents,
         )
 

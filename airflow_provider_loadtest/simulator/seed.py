@@ -78,6 +78,12 @@ class ScenarioSpec(SeedModel):
     slow_transaction: str | None = None
     """The transaction (JTL label, ``simulator.jtl.TRANSACTIONS``) that carries most of the slowdown:
     its budget fails while the run's own figures still look fine."""
+    applied_users_share: float = Field(default=1.0, gt=0, le=1)
+    """The share of its users a run applies from run ``light_from_run`` on (0.2: 100 of 500 users, as when
+    load generators fail to start): fewer hits, and a lightly loaded system answers faster."""
+    light_from_run: int = Field(default=1, ge=1)
+    """The first run of this scenario (since the last reset) that applies ``applied_users_share`` of its
+    users; the runs before it apply them all (the nights a history learns the usual load from)."""
 
 
 class WorkspaceSpec(SeedModel):

@@ -162,7 +162,16 @@ class Run:
             self.slowdown,
             self.scenario.agents,
             run_index=self.ordinal,
+            applied=self.applied_share,
         )
+
+    @property
+    def applied_share(self) -> float:
+        """The share of its users this run applies (``ScenarioSpec.applied_users_share`` from its
+        ``light_from_run``-th run on)."""
+        if self.ordinal >= self.scenario.light_from_run:
+            return self.scenario.applied_users_share
+        return 1.0
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def test_a_projects_scenarios(sim: SimulatorHandle) -> None:
     answer = _get(sim, "/runtime/scenarios/by-project/demo-project")
     assert answer.status_code == 200
     names = {s["id"]: s["name"] for s in answer.json()}
-    assert names["slower-scenario"] == "Slower scenario" and len(names) == 6
+    assert names["slower-scenario"] == "Slower scenario" and len(names) == 7
     assert all(s["projectId"] == "demo-project" for s in answer.json())
     assert _get(sim, "/runtime/scenarios/by-project/other-project").json() == []
     assert _get(sim, "/runtime/scenarios/by-project/nope").status_code == 404
