@@ -53,17 +53,19 @@ def score_line(label: str, codes: dict[str, int | None], equivalent: dict[str, s
             tally["equivalent"] += 1
         elif code in KILLED:
             tally["killed"] += 1
+        elif code is None:
+            tally["unchecked"] += 1  # the run has not reached it (stopped, or a narrowed run)
         elif code in SURVIVED:
             tally["survived"] += 1
             survivors.append(name)
         else:
-            tally["other"] += 1  # no test reaches it, not checked, suspicious
+            tally["other"] += 1  # no test reaches it, or suspicious: a survivor too
             survivors.append(name)
     judged = tally["killed"] + tally["survived"] + tally["other"]
-    pct = 100.0 * tally["killed"] / judged if judged else 100.0
+    pct = f"{100.0 * tally['killed'] / judged:6.1f} %" if judged else "     - "
     row = (
-        f"{label:<58} {len(codes):>5} {tally['killed']:>6} {tally['survived']:>8} {tally['other']:>5} "
-        f"{tally['equivalent']:>5} {pct:>6.1f} %"
+        f"{label:<58} {len(codes):>5} {tally['unchecked']:>9} {tally['killed']:>6} {tally['survived']:>8} "
+        f"{tally['other']:>5} {tally['equivalent']:>5} {pct}"
     )
     return row, survivors
 
@@ -75,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     equivalent = equivalent_mutants()
     by_module = results()
-    print(f"{'module':<58} {'all':>5} {'killed':>6} {'survived':>8} {'other':>5} {'equiv':>5}  score")
+    print(
+        f"{'module':<58} {'all':>5} {'unchecked':>9} {'killed':>6} {'survived':>8} {'other':>5} {'equiv':>5}"
+        "  score (killed / checked, equivalent left out)"
+    )
     left: list[str] = []
     for module, codes in by_module.items():
         row, survivors = score_line(module, codes, equivalent)
