@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow.sdk import BaseOperator
 
@@ -531,6 +531,9 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             validate_path_id("workspace_id", self.workspace_id) if self.workspace_id is not None else None
         )
         scenario_id = self._resolve_scenario_id(workspace_id)
+        spec = self._gate_spec()  # only a try about to start checks labels: a re-attaching one must not fail
+        context = cast("Context", {"ti": getattr(self, "_ti", None)})  # what reading the history needs
+        self._check_labels_before_start(context, spec, self._transaction_gate(spec))
         properties = self._checked_properties()
         template_id = self._resolve_template_id(workspace_id)
         subscription_id = (

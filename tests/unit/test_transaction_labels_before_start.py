@@ -15,6 +15,7 @@ from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY, GateHistory, SeriesHistory
 from airflow_provider_loadtest.decisions.labels import check_labels
 from airflow_provider_loadtest.operators.run_scenario import RunScenarioOperator
+from tests.conftest import BASE_URL
 from tests.unit.test_hook import BENCH_REPORT, RUN_URL
 
 P95 = "RESPONSE_TIME_PERCENTILE_95"
@@ -108,3 +109,24 @@ def test_the_bounds_are_checked_too() -> None:
     )
     assert found.refusals and found.refusals[0].startswith("transaction_max_regression_pct names 'login'")
     assert check_labels({"transaction_budgets": {"login": {}}}, frozenset()).refusals == ()
+
+
+def test_a_retry_that_re_attaches_is_not_refused_on_labels(
+    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]
+) -> None:
+    """The check guards the start only: a try that finds its earlier try's run going watches it (a run
+    left unwatched would go on billing), whatever the history says of the labels."""
+    from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
+    from tests.airflow_context import TaskStateStore, mock_ti, task_context
+    from tests.unit.test_run_lifecycle import STATE_URL, _saved_record, _service
+
+    _service(requests_mock, ["RUNNING", "FINISHED"])
+    ti = mock_ti(try_number=2, max_tries=2)
+    ti.xcom_pull.side_effect = lambda **kw: _history() if kw.get("key") == HISTORY_XCOM_KEY else None
+    context = task_context(ti, TaskStateStore({RUN_RECORD_KEY: _saved_record()}))
+    requests_mock.post(f"{BASE_URL}/analysis/metrics/summary", json=[])
+    with pytest.raises(AirflowFailException) as caught:  # the typo fails as not measured, after the run
+        _op({"checkout": {P95: "<= 2500"}}).execute(context)  # type: ignore[arg-type]
+    assert "did you mean" not in str(caught.value)
+    assert _started(requests_mock) == 0
+    assert sum(1 for r in requests_mock.request_history if r.url == STATE_URL) >= 2  # it watched the run
