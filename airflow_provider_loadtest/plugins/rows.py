@@ -203,13 +203,15 @@ def _row(entry: Any) -> Row:
 
 
 def _wire_row() -> type[msgspec.Struct]:
-    """A gate row as decoded straight from JSON: ``GateRow``'s fields and types (each optional but the
-    metric; keys it does not know are skipped). A row of another shape fails the whole decode, and the
-    night is read by ``json`` and ``gate_row`` instead (``RunResult.from_json``)."""
+    """A gate row as decoded straight from JSON: ``GateRow``'s fields that ``_clean`` checks, with their
+    types (each optional but the metric; other keys are skipped, as ``_clean`` skips them). A row of
+    another shape fails the whole decode, and the night is read by ``json`` and ``gate_row`` instead
+    (``RunResult.from_json``). A field the gate adds reaches the view on both paths alike."""
     hints = get_type_hints(GateRow)
     spec = [
         (f.name, hints[f.name]) if f.name == "metric" else (f.name, hints[f.name] | None, None)
         for f in fields(GateRow)
+        if f.name in FIELD_CHECKERS
     ]
     return msgspec.defstruct("WireRow", spec, kw_only=True)
 

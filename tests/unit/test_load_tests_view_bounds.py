@@ -306,3 +306,11 @@ def test_the_json_answer_holds_a_bounded_number_of_rows(monkeypatch: pytest.Monk
     assert [len(n["rows"]) for n in data["nights"]] == [10, 10, 5, 0, 0]
     assert [n["rows_left_out"] for n in data["nights"]] == [0, 0, 5, 10, 10]
     assert {n["verdict"] for n in data["nights"]} == {"pass"}
+
+
+def test_both_readers_read_the_same_fields() -> None:
+    """A field the gate adds (issue 27's night effect, say) reaches the page on the fast path exactly
+    when the checked path reads it: what ``_clean`` has no checker for, the decoder skips too."""
+    from airflow_provider_loadtest.plugins.rows import FIELD_CHECKERS, WireRow
+
+    assert set(WireRow.__struct_fields__) == set(FIELD_CHECKERS)
