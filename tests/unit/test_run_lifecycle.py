@@ -71,8 +71,15 @@ def _posts(requests_mock: rm.Mocker, url: str) -> int:
     return sum(1 for r in requests_mock.request_history if r.method == "POST" and r.url.split("?")[0] == url)
 
 
+#: Every test's operator gives up waiting after this long on the fake clock (seconds): a broken guard that
+#: starts a run the test expected refused then fails in a moment, never waits on a service answering
+#: RUNNING forever. Far beyond any wait a test means (its fake service ends runs within minutes).
+TEST_TIMEOUT_S = 6 * 3600
+
+
 def _op(**kwargs: Any) -> RunScenarioOperator:
     kwargs.setdefault("deferrable", False)
+    kwargs.setdefault("timeout", TEST_TIMEOUT_S)
     return RunScenarioOperator(
         task_id="run", scenario_id="sc-1", workspace_id="ws-1", template_id="t-1", **kwargs
     )
