@@ -108,12 +108,16 @@ class Explanation:
     lines: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
 
+    #: Lines the exception's message already says (the service's word: the message leads with it).
+    said: frozenset[str] = frozenset()
+
     def for_exception(self) -> str:
         """The first lines, for the exception's message (one line each)."""
-        if not self.lines:
+        lines = [line for line in self.lines if line not in self.said]
+        if not lines:
             return ""
-        shown = self.lines[:EXCEPTION_LINES]
-        more = len(self.lines) - len(shown)
+        shown = lines[:EXCEPTION_LINES]
+        more = len(lines) - len(shown)
         tail = [f"... {more} more line(s) in the task log"] if more else []
         return " | ".join(line.replace("\n", " ") for line in [*shown, *tail])
 
@@ -121,7 +125,8 @@ class Explanation:
 def explain_run(outcome: RunOutcome, logs: LogErrors | str | None) -> Explanation:
     """Why a run ended ERROR or ABORTED: the service's word (state, breaking alarms) and the JMeter log's
     ERROR lines (``logs``; a text when the log could not be read)."""
-    lines = [f"The service says: {outcome.message}"]
+    service = f"The service says: {outcome.message}"
+    lines = [service]
     data: dict[str, Any] = {"state": outcome.state, "service": outcome.message}
     breaking = [str(alarm.get("name") or alarm.get("id")) for alarm in outcome.breaking]
     if breaking:
@@ -133,7 +138,7 @@ def explain_run(outcome: RunOutcome, logs: LogErrors | str | None) -> Explanatio
     elif logs is not None:
         lines += logs.describe()
         data["jmeter_log"] = logs.to_xcom()
-    return Explanation(lines, data)
+    return Explanation(lines, data, frozenset({service}))
 
 
 def explain_gate(verdict: Verdict, failures: RunFailures | None) -> Explanation:

@@ -7,8 +7,8 @@ Markdown that reads well where Markdown is not rendered: a first line with the r
 report link, then bullets (no tables: Slack does not render them) for the rows that failed and why, the
 night effect when it failed, and the first lines of why the run or the gate failed. Bounded: at most
 ``MAX_ROWS`` rows and ``MAX_WHY`` lines, each cut to ``LINE_CHARS``, so a gate of 200 failing series
-still fits a chat message. Text from the run (transaction labels, failure messages) is made one line
-and its Markdown quoting characters are escaped: a label cannot turn into a link or a mention.
+still fits a chat message. Text from the run (transaction labels, failure messages, log lines) is made
+one line and shown as inline code: a label cannot turn into a link, a mention or emphasis.
 Sans-I/O, no dependencies beyond the gate's rows.
 """
 
@@ -31,20 +31,24 @@ MAX_ROWS = 10
 MAX_WHY = 6
 #: Characters of one bullet.
 LINE_CHARS = 300
-_MARKUP = re.compile(r"([\\`*_\[\]<>|~])")
 _SPACES = re.compile(r"\s+")
 
 
-def _text(value: object, chars: int = LINE_CHARS) -> str:
-    """One line, cut, with Markdown's markup characters escaped."""
+def _line(value: object, chars: int = LINE_CHARS) -> str:
+    """One line, cut to ``chars``."""
     one = _SPACES.sub(" ", str(value)).strip()
-    if len(one) > chars:
-        one = one[: chars - 1] + "…"
-    return _MARKUP.sub(r"\\\1", one)
+    return one if len(one) <= chars else one[: chars - 1] + "…"
+
+
+def _quoted(value: object, chars: int = LINE_CHARS) -> str:
+    """Text from the run (a label, a failure message, a log line) as an inline code span: shown as
+    written, never read as a link, a mention or emphasis (its backticks become quotes)."""
+    return "`" + _line(value, chars).replace("`", "'") + "`"
 
 
 def _series(row: Any) -> str:
-    return row.metric if row.transaction is None else f"{row.metric} of {row.transaction!r}"
+    name = f"**{row.metric}**"
+    return name if row.transaction is None else f"{name} of {_quoted(row.transaction, 120)}"
 
 
 def summary_markdown(
@@ -58,10 +62,10 @@ def summary_markdown(
     """The verdict as short Markdown: ``result`` is the task's return value (run id, state, report
     link, scenario), ``verdict`` the gate's (None without a gate), ``why`` the explanation's lines,
     ``run_message`` why the run itself failed (its state), when it did."""
-    run = _text(result.get("bench_result_id") or "?", 80)
-    state = _text(result.get("state") or "?", 20)
+    run = _quoted(result.get("bench_result_id") or "?", 80)
+    state = _line(result.get("state") or "?", 20).replace("`", "'")
     name = result.get("test_name") or result.get("scenario_id")
-    about = f" ({_text(name, 80)})" if name else ""
+    about = f" ({_quoted(name, 80)})" if name else ""
     url = result.get("report_url")
     link = f" · [report]({url})" if isinstance(url, str) and url.startswith(("http://", "https://")) else ""
     gate_failed = verdict is not None and not verdict.passed
@@ -71,23 +75,22 @@ def summary_markdown(
         what = "failed its quality gate"
     else:
         what = f"failed: the run ended {state}"
-    lines = [f"**Load test {what}**: run `{run}`{about}, {state}{link}"]
+    lines = [f"**Load test {what}**: run {run}{about}, {state}{link}"]
     if run_message and not passed and not gate_failed:
-        lines.append(f"- {_text(run_message)}")
+        lines.append(f"- {_line(run_message)}")
     if verdict is not None:
         failing = [row for row in verdict.ranked() if not row.passed]
         for row in failing[:MAX_ROWS]:
             against = f" (usual {format_number(round(row.baseline, 3))})" if row.baseline is not None else ""
             lines.append(
-                f"- **{_text(_series(row), 120)}** {format_number(row.value)}{against}: "
-                f"{_text(row.reason or row.status)}"
+                f"- {_series(row)} {format_number(row.value)}{against}: {_line(row.reason or row.status)}"
             )
         if len(failing) > MAX_ROWS:
             lines.append(f"- and {len(failing) - MAX_ROWS} more failing row(s): see the task log")
         if verdict.night is not None and not verdict.night.passed:
             lines.append(
                 f"- **every series together** (the night effect) {verdict.night.shift_sd:+.1f} sd: "
-                f"{_text(verdict.night.reason or 'failed')}"
+                f"{_line(verdict.night.reason or 'failed')}"
             )
         if passed:
             judged = len(verdict.rows)
@@ -95,7 +98,7 @@ def summary_markdown(
     if why and not passed:
         lines.append("")
         lines.append("Why:")
-        lines += [f"- {_text(line)}" for line in why[:MAX_WHY]]
+        lines += [f"- {_quoted(line)}" for line in why[:MAX_WHY]]
         if len(why) > MAX_WHY:
             lines.append(f"- … {len(why) - MAX_WHY} more line(s) in the task log")
     return "\n".join(lines)
