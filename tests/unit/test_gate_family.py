@@ -343,4 +343,4 @@ def test_the_page_quotes_the_family_as_the_code_has_it() -> None:
     assert family.TRIM == 0.2 and "20 %-trimmed mean" in page
     assert f"from {family.FAMILY_FROM} series with a history on" in page
     assert family.MIN_TAIL_SAMPLES == 20 and "p95: 400, p99: 2,000" in page
-    assert settings.false_alarm_budget == 0.01 and "default 0.01" in page
+    assert settings.false_alarm_budget == 0.01 and "`false_alarm_budget` (0.01 unless set" in page

@@ -135,7 +135,7 @@ class HistorySettings:
         budget = merged["false_alarm_budget"]
         if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0.0001 <= budget <= 0.2:
             raise ValueError(
-                f"history setting false_alarm_budget={budget!r} must be a number from 0.0001 to 0.2 (the "
+                f"history setting false_alarm_budget ({budget!r}) must be a number from 0.0001 to 0.2 (the "
                 "share of clean nights the whole gate may fail: 0.01 is one night in 100)"
             )
         merged["false_alarm_budget"] = float(budget)
