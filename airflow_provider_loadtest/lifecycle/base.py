@@ -110,6 +110,8 @@ class LifecycleBase(LoadTestHookMixin):
         self._active_run: StartedRun | None = None
         #: Why the run's samples failed, from the JTL files the transaction gate read (explains a failure).
         self._run_failures: RunFailures | None = None
+        #: The samples the JTL files held, and how many were answered 304 (a trust caveat).
+        self._run_samples: tuple[int, int] | None = None
         self._store_works = True  # until the task finds it has no task state store it can rely on
         self._ti: Any = None
         self._kill: Kill | None = None

@@ -96,6 +96,10 @@ class TransactionJudging(LifecycleBase):
         summary = self._transaction_figures(run.bench_result_id, gate, must=must)
         # Why samples failed, read in the same pass: the verdict explains a failed gate with it.
         self._run_failures = None if isinstance(summary, Unreadable) else summary.failures
+        # Its 304 answers, for the service's trust caveat (``decisions.gate.caveats``).
+        self._run_samples = (
+            None if isinstance(summary, Unreadable) else (summary.samples, summary.not_modified)
+        )
         if isinstance(summary, Unreadable):
             text = None if gate.active else f"The slowest transactions are not listed: {summary.reason}"
         else:

@@ -166,7 +166,8 @@ class Judging(LifecycleBase):
         spec = self._gate_spec()
         transactions = self._transaction_gate(spec)
         min_userload = getattr(self, "min_userload", None)
-        active = spec.active or transactions.active or min_userload is not None
+        fail_on_caveats = bool(getattr(self, "fail_on_trust_caveats", False))
+        active = spec.active or transactions.active or min_userload is not None or fail_on_caveats
         if not active or not is_terminal(outcome.state):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
@@ -191,8 +192,17 @@ class Judging(LifecycleBase):
                     ", ".join(moved),
                 )
         try:
+            self._run_samples = None
             rows, series, text, specs = self._judge_transactions(
                 run, transactions, spec, baseline, history, accepted, must=outcome.succeeded
+            )
+            from airflow_provider_loadtest.decisions.gate.caveats import trust_caveats
+
+            counted = getattr(self, "_run_samples", None)
+            caveats = trust_caveats(
+                alarms=outcome.alarms,
+                samples=counted[0] if counted else None,
+                not_modified=counted[1] if counted else None,
             )
             steps = evaluate(
                 spec,
@@ -207,6 +217,9 @@ class Judging(LifecycleBase):
                 transactions_log=text,
                 transaction_series=specs,
                 min_userload=min_userload,
+                caveats=caveats,
+                fail_on_caveats=fail_on_caveats,
+                duration_s=outcome.duration_s,
             )
             return self.hook.drive(steps, self.log)
         except Exception as exc:

@@ -138,6 +138,10 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         fewer fails its gate as not measured (its response times do not describe the intended load).
         With ``baseline="history"`` the applied load (``USERLOAD``, ``HITS_RATE``) is also judged against
         its own history without it: markedly less than usual fails (``decisions.gate.load``).
+    :param fail_on_trust_caveats: fail the gate when the service's own trust caveats apply
+        (``decisions.gate.caveats``): more than 40 % of the samples answered 304 (known when a transaction
+        gate reads the JTL files), or an alarm of the service shows an overloaded load generator. Without
+        it they are said in the log beside the verdict.
     :param loadtest_conn_id: Airflow connection of type ``loadtest``.
 
     Files are written atomically, before the task's verdict. When the run succeeded, a file that
@@ -222,6 +226,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         transaction_budgets: Mapping[str, Mapping[str, str]] | None = None,
         transaction_max_regression_pct: Mapping[str, Mapping[str, float]] | None = None,
         min_userload: int | None = None,
+        fail_on_trust_caveats: bool = False,
         loadtest_conn_id: str = DEFAULT_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -233,6 +238,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                 f"min_userload must be a whole number of virtual users, 1 or more; got {min_userload!r}"
             )
         self.min_userload = min_userload
+        self.fail_on_trust_caveats = fail_on_trust_caveats
         if (scenario_id is None) == (scenario_name is None):
             raise ValueError(
                 "give scenario_id or scenario_name (with project_id or workspace_id), one of them"

@@ -37,6 +37,7 @@ from airflow_provider_loadtest.decisions.gate.rules import (
 from airflow_provider_loadtest.decisions.gate.verdict import Verdict
 
 if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.gate.caveats import Caveat
     from airflow_provider_loadtest.decisions.gate.family import FamilyNight
     from airflow_provider_loadtest.decisions.gate.history import (
         GateHistory,
@@ -515,7 +516,9 @@ def evaluate(
     transactions_log: str | None = None,
     transaction_series: Iterable[SeriesSpec] = (),
     min_userload: float | None = None,
-    caveats: Iterable[str] = (),
+    caveats: Iterable[Caveat] = (),
+    fail_on_caveats: bool = False,
+    duration_s: float | None = None,
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
@@ -535,7 +538,9 @@ def evaluate(
     the gated metrics unreadable) and judged against their own history, outside the family; with
     ``min_userload``, ``USERLOAD`` must reach it whatever the baseline. A run that did not apply its
     usual load fails, and its night leaves the history as it was (its figures measured another load).
-    ``caveats``: the service's own trust caveats for this run, said beside the verdict.
+    ``caveats``: the service's own trust caveats for this run (``caveats.py``; with the run's
+    ``duration_s`` and its measured ``USERLOAD``, a run too small for the service's insights is one
+    more), said beside the verdict; with ``fail_on_caveats`` those that may fail the gate are rows.
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -572,8 +577,15 @@ def evaluate(
         rows = [row for row in rows if row.metric not in load_ids]
         next_history = None
     load_rows, load_kept = _judge_load(spec, load_ids, load_values, history, min_userload, accepted)
+    caveats = _all_caveats(caveats, load_values, duration_s)
     run_rows = len(rows) - len(transaction_series)  # judge_gate keeps the order given: the run's first
-    rows = [*rows[:run_rows], *load_rows, *rows[run_rows:], *transaction_rows]
+    rows = [
+        *rows[:run_rows],
+        *load_rows,
+        *caveat_rules().caveat_rows(caveats, fail=fail_on_caveats),
+        *rows[run_rows:],
+        *transaction_rows,
+    ]
     if next_history is not None and (transaction_history or load_kept):
         next_history = load_history().GateHistory(
             {**next_history.series, **(transaction_history or {}), **load_kept}, night=next_history.night
@@ -609,11 +621,29 @@ def evaluate(
             "The run did not apply its usual load: this night is kept out of every series' history "
             "(its figures describe another load)."
         )
-    said += [f"Trust caveat: {caveat}" for caveat in caveats]
+    said += [f"Trust caveat: {caveat.text}" for caveat in caveats]
     notes = "".join(f"\n{line}" for line in said)
     after = f"\n{transactions_log}" if transactions_log else ""
     yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
+
+
+def _all_caveats(
+    given: Iterable[Caveat], load_values: Mapping[str, object], duration_s: float | None
+) -> list[Caveat]:
+    """The caveats given (alarms, 304 answers) and, with the run's measured ``USERLOAD`` and its
+    duration, whether it was too small for the service's insights."""
+    found = list(given)
+    userload = _usable(load_values.get("USERLOAD"))
+    if userload is not None and duration_s is not None:
+        found += caveat_rules().trust_caveats(userload=userload, duration_s=duration_s)
+    return found
+
+
+def caveat_rules() -> Any:
+    from airflow_provider_loadtest.decisions.gate import caveats
+
+    return caveats
 
 
 def load_rules() -> Any:

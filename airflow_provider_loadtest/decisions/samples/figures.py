@@ -488,6 +488,9 @@ class JtlSummary:
     last_ms: int | None = None
     failures: RunFailures = field(default_factory=RunFailures)
     notes: tuple[str, ...] = ()
+    #: Samples answered ``304 Not Modified`` (the service's trust caveat: past ~40 % of the answers,
+    #: throughput and times are an optimistic floor; ``decisions.gate.caveats``).
+    not_modified: int = 0
 
     @property
     def span_s(self) -> float | None:

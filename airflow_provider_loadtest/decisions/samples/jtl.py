@@ -170,6 +170,7 @@ class JtlFile:
         self._line = 0  # lines parsed so far, header included
         self._batch: tuple[str, int, int] = ("", 0, 0)  # its text, lines before it, records skipped
         self.samples = 0
+        self.not_modified = 0  # samples answered 304 Not Modified (a trust caveat of the service's)
         self.labels: dict[str, LabelFigures] = {}
         self.first_ms: int | None = None
         self.last_ms: int | None = None
@@ -501,9 +502,16 @@ class JtlFile:
         if failures[0] or failures[1]:
             self._failed(columns, failures)
         self.samples += len(rows)
+        self._count_not_modified(columns, rows)
         stamp = columns.getter("timeStamp")
         if stamp is not None:
             self._span(columns, rows, stamp, elapsed)
+
+    def _count_not_modified(self, columns: _Columns, rows: list[list[str]]) -> None:
+        """Count the samples answered 304, in C, and only in a batch whose text holds a "304"."""
+        code = columns.getter("responseCode")
+        if code is not None and "304" in self._batch[0]:
+            self.not_modified += list(map(code, rows)).count("304")
 
     def _new_label(self, label: str) -> LabelFigures:
         if len(self.labels) >= MAX_LABELS:
@@ -646,6 +654,7 @@ class JtlReader:
         codec = codecs.lookup(encoding)  # LookupError for an unknown one, before any file is read
         self.encoding = "utf-8-sig" if codec.name == "utf-8" else codec.name
         self._failures = FailureCounts()
+        self._not_modified = 0
         self._notes: list[str] = []
         self._files: list[str] = []
         self._labels: dict[str, LabelFigures] = {}
@@ -658,6 +667,7 @@ class JtlReader:
 
     def _add(self, part: JtlFile) -> None:
         self._files.append(part.name)
+        self._not_modified += part.not_modified
         self._failures.merge(part.failures)
         self._notes += part.notes
         if part._columns is not None:
@@ -682,7 +692,9 @@ class JtlReader:
             label: figures.stats(label, found, span) for label, figures in sorted(self._labels.items())
         }
         failures = self._failures.result({label: figures.errors for label, figures in self._labels.items()})
-        return JtlSummary(tuple(self._files), transactions, first, last, failures, tuple(self._notes))
+        return JtlSummary(
+            tuple(self._files), transactions, first, last, failures, tuple(self._notes), self._not_modified
+        )
 
 
 def read_jtl(
