@@ -111,9 +111,14 @@ class Explanation:
     #: Lines the exception's message already says (the service's word: the message leads with it).
     said: frozenset[str] = frozenset()
 
+    @property
+    def news(self) -> list[str]:
+        """The lines beyond what the failure's own message says."""
+        return [line for line in self.lines if line not in self.said]
+
     def for_exception(self) -> str:
         """The first lines, for the exception's message (one line each)."""
-        lines = [line for line in self.lines if line not in self.said]
+        lines = self.news
         if not lines:
             return ""
         shown = lines[:EXCEPTION_LINES]

@@ -60,7 +60,7 @@ class Judging(LifecycleBase):
         from airflow_provider_loadtest.decisions.gate.summary import summary_markdown
 
         result["summary"] = summary_markdown(
-            result, verdict, passed=passed, why=why.lines, run_message=outcome.message
+            result, verdict, passed=passed, why=why.news, run_message=outcome.message
         )
         self._describe_outlet_events(context, result, passed, verdict)
         self._active_run = None

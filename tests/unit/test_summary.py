@@ -155,6 +155,7 @@ def test_an_error_run_says_its_jmeter_logs_errors_in_the_log_exception_and_xcom(
     result = _pushed(context)["return_value"]
     assert result["explanation"]["jmeter_log"]["total"] == 1
     assert "Failed to open users.csv" in result["summary"]
+    assert result["summary"].count("state ERROR") == 1  # the service's word once, in the summary too
     assert "Why run br-1 failed" in capsys.readouterr().out
 
 
