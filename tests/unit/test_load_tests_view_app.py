@@ -16,7 +16,7 @@ from fastapi import Depends, HTTPException
 from fastapi.testclient import TestClient
 
 from airflow_provider_loadtest.plugins import app as view_app
-from airflow_provider_loadtest.plugins import store
+from airflow_provider_loadtest.plugins import bounds, store
 from airflow_provider_loadtest.plugins.history import Night
 from airflow_provider_loadtest.plugins.rows import RunResult
 
@@ -266,9 +266,10 @@ def test_the_page_stops_being_built_when_the_viewer_hangs_up(
     except Exception as exc:
         assert type(exc).__name__ == "ClientDisconnect", repr(exc)
         bodies = [b"x"]
-    assert bodies and len(built) < 12 // 2, built  # 12 charts drawn when read to the end
+    drawn = bounds.SERIES_DRAWN  # charts drawn when the page is read to its end
+    assert bodies and len(built) < drawn // 2, built
     full = http_full_page(monkeypatch)
-    assert full.count('<figure class="chart"') == 12
+    assert full.count('<figure class="chart"') == drawn
 
 
 def http_full_page(monkeypatch: pytest.MonkeyPatch) -> str:

@@ -314,3 +314,12 @@ def test_both_readers_read_the_same_fields() -> None:
     from airflow_provider_loadtest.plugins.rows import FIELD_CHECKERS, WireRow
 
     assert set(WireRow.__struct_fields__) == set(FIELD_CHECKERS)
+
+
+def test_a_series_written_twice_in_a_night_shows_its_first_row_in_the_gates_order() -> None:
+    result = night(
+        1, [row(1.0, metric="B"), row(2.0), row(3.0, metric="B"), row(4.0, transaction="T")]
+    ).result
+    assert list(result.by_series) == [("B", None), (P95, None), (P95, "T")]
+    found = result.row_of("B", None)
+    assert found is not None and found.value == 1.0
