@@ -35,7 +35,7 @@ of 201 series more than ``WIDE_VS_BASELINE`` times (about 6x is the 200 ms budge
 in the same run, so a slow machine does not fail them. CI runs it in its smoke size (``make bench
 BENCH_ARGS=--smoke``).
 
-    .venv/bin/python benchmarks/plugin_page.py [--nights 365] [--rounds 15] [--json PATH]
+    .venv/bin/python benchmarks/plugin_page.py [--nights 365] [--rounds 15] [--json PATH] [--build-only]
 """
 
 from __future__ import annotations
@@ -421,6 +421,48 @@ def broken_bounds(
     return broken
 
 
+def page_builds(rounds: int) -> dict[str, dict[str, float]]:
+    """The page of each gate that stresses the bounds, built in this process from the nights' stored
+    JSON text (no database, no HTTP): decoding, history, table, charts and template. It uses only what
+    every version of the view has, so the same script measures an earlier commit (copy it into a
+    worktree of that commit and run it there with ``--build-only``): the before and after of issue 28."""
+    from airflow_provider_loadtest.plugins import app, history, page, rows
+
+    rng = random.Random(7)  # noqa: S311 - seeded figures, not secrets
+    gates = nightly_gates(WIDE_NIGHTS, rng)
+    start = datetime(2026, 1, 1, 2, tzinfo=UTC)
+    cases = {
+        f"a gate of {WIDE_TRANSACTIONS + 1} series, {WIDE_NIGHTS} nights": wide_gates(gates),
+        **{f"one night of {n:,} gate rows": [hostile_gate(gates[0], n)] for n in HOSTILE_ROWS},
+    }
+    from_json = getattr(rows.RunResult, "from_json", None)  # the view before issue 28 decoded with json
+
+    def result(text: str) -> Any:
+        return from_json(text) if from_json else rows.RunResult.from_xcom(json.loads(text))
+
+    figures: dict[str, dict[str, float]] = {}
+    for name, nights_gates in cases.items():
+        texts = [
+            json.dumps({"bench_result_id": f"br-{i}", "gate": gate}) for i, gate in enumerate(nights_gates)
+        ]
+        spent = []
+        for _ in range(rounds):
+            began = time.process_time()
+            nights = [
+                history.Night(f"r{i}", -1, start + timedelta(days=i), None, "success", result(text))
+                for i, text in enumerate(texts)
+            ]
+            view = page.task_view(history.build("dag", TASK_ID, nights), "")
+            html = app.render_html("/s", 200, title="t", subject="dag", single=True, tasks=[view])
+            spent.append((time.process_time() - began) * 1000)
+        figures[name] = {"cpu_ms": statistics.median(spent), "bytes": len(html.encode())}
+        print(
+            f"{name}: {figures[name]['cpu_ms']:.0f} ms of CPU, {figures[name]['bytes'] / 2**20:.2f} MiB",
+            flush=True,
+        )
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -429,7 +471,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # in the seeded home: measure
+    parser.add_argument(
+        "--build-only", action="store_true", help="only the pages of the stressing gates, built in-process"
+    )
     args = parser.parse_args()
+    if args.build_only:
+        figures = page_builds(args.rounds)
+        if args.json:
+            args.json.write_text(json.dumps(figures))
+        return 0
     if args.child:
         args.child.write_text(json.dumps(measure(args.nights, args.rounds)))
         return 0
