@@ -79,11 +79,13 @@ class RunFigures:
         agents: int,
         run_index: int = 1,
         applied: float = 1.0,
+        busy: float = 0.0,
     ) -> RunFigures:
         """The figures of the ``run_index``-th run of a scenario (1: the first since the last reset)
         once ``progress_percent`` of it ran, ``slowdown`` times slower than its profile besides its noise.
         ``applied``: the share of its users the run applied (hits in proportion; response times
-        ``LIGHT_SPEEDUP`` of the way to half as long at no load: a lightly loaded system answers faster)."""
+        ``LIGHT_SPEEDUP`` of the way to half as long at no load: a lightly loaded system answers faster).
+        ``busy``: a busy night's share of slower times (0.12: every transaction 12 % slower together)."""
         seconds = profile.simulated_seconds * progress_percent / 100
         hits = math.floor(profile.hits_per_second * applied * seconds)
         noise = run_noise(profile.noise_pct, run_index)
@@ -92,7 +94,9 @@ class RunFigures:
             seconds=seconds,
             hits=hits,
             errors=math.floor(hits * profile.error_rate),
-            avg_response_time_ms=round(profile.avg_response_time_ms * slowdown * noise * lighter, 1),
+            avg_response_time_ms=round(
+                profile.avg_response_time_ms * slowdown * noise * lighter * (1 + busy), 1
+            ),
             response_bytes=profile.response_kb * 1024,
             users=round(profile.users * applied),
             agents=agents,

@@ -5,8 +5,9 @@ received and sent, simulated seconds): several transactions of an online shop, e
 of the hits, speed and response size, drawn deterministically (stratified quantiles of a log-normal
 distribution, so that every run of a scenario gives the same file). A scenario with a
 ``slowTransaction`` puts most of its slowdown on that one transaction, so a transaction's budget can
-fail while the run's own figures still pass. At most ``MAX_SAMPLES`` samples are written, so that a
-long profile stays cheap to serve.
+fail while the run's own figures still pass; with a profile's ``transactionNoisePct`` each transaction
+also varies from run to run on its own. At most ``MAX_SAMPLES`` samples are written, so that a long
+profile stays cheap to serve.
 
 A failed sample says why as JMeter would: each transaction fails its own way (``Transaction.failures``:
 a response code, JMeter's response message, an assertion's failure message), the first way twice as
@@ -21,10 +22,11 @@ import csv
 import io
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from airflow_provider_loadtest.simulator.figures import SENT_BYTES_PER_HIT, RunFigures
+from airflow_provider_loadtest.simulator.figures import NOISE_BOUND_SD, SENT_BYTES_PER_HIT, RunFigures
 
 #: A run's JTL files hold at most this many samples in all (the seed's profiles stay under it).
 MAX_SAMPLES = 100_000
@@ -39,7 +41,7 @@ COLUMNS = (
 #: Log-normal spread of each transaction's times: with the mix of transactions, the run's p95 comes to 1.95
 #: times its mean and its median to 0.88, as the run's figures say (``figures._TIME_SHAPE``).
 SIGMA = 0.3
-#: The share of a run's slowdown carried by its ``slowTransaction``.
+#: The share of a run's slowdown carried by its ``slowTransaction`` (a scenario's ``slowShare`` default).
 SLOW_SHARE = 0.7
 #: A failed sample's responseCode, responseMessage and failureMessage, as JMeter writes them.
 Failure = tuple[str, str, str]
@@ -122,12 +124,34 @@ def _scaled(values: list[float], total: int, least: int = 0) -> list[int]:
     return found
 
 
-def means(figures: RunFigures, slowdown: float, slow_transaction: str | None) -> dict[str, float]:
+def own_noise(noise_pct: float, run_index: int) -> dict[str, float]:
+    """Each transaction's own factor in the ``run_index``-th run of a scenario (``transactionNoisePct``):
+    ``1 + noise_pct / 100 * z``, ``z`` a standard normal draw seeded by the run index and the label
+    (deterministic across processes), bounded to ``NOISE_BOUND_SD``; empty without noise."""
+    if not noise_pct:
+        return {}
+    found = {}
+    for t in TRANSACTIONS:
+        z = random.Random(f"loadtest-simulator-run-{run_index}-{t.label}").gauss(0.0, 1.0)  # noqa: S311
+        found[t.label] = 1 + noise_pct / 100 * max(-NOISE_BOUND_SD, min(NOISE_BOUND_SD, z))
+    return found
+
+
+def means(
+    figures: RunFigures,
+    slowdown: float,
+    slow_transaction: str | None,
+    *,
+    slow_share: float = SLOW_SHARE,
+    own: Mapping[str, float] | None = None,
+) -> dict[str, float]:
     """Each transaction's mean response time: hit-weighted, they average the run's; a slow transaction
-    carries ``SLOW_SHARE`` of what the run's slowdown added."""
-    weight = sum(t.share * t.speed for t in TRANSACTIONS)
+    carries ``slow_share`` of what the run's slowdown added; ``own``: each transaction's own noise
+    factor (``own_noise``), the others' means making up for it so that the run's average holds."""
+    own = own or {}
+    weight = sum(t.share * t.speed * own.get(t.label, 1.0) for t in TRANSACTIONS)
     base = figures.avg_response_time_ms / max(slowdown, 1.0)
-    found = {t.label: base * t.speed / weight for t in TRANSACTIONS}
+    found = {t.label: base * t.speed * own.get(t.label, 1.0) / weight for t in TRANSACTIONS}
     slow = next((t for t in TRANSACTIONS if t.label == slow_transaction), None)
     extra = figures.avg_response_time_ms - base
     if slow is None or extra <= 0:
@@ -135,10 +159,62 @@ def means(figures: RunFigures, slowdown: float, slow_transaction: str | None) ->
     others = 1 - slow.share
     for t in TRANSACTIONS:
         if t is slow:
-            found[t.label] += SLOW_SHARE * extra / slow.share
+            found[t.label] += slow_share * extra / slow.share
         else:
-            found[t.label] += (1 - SLOW_SHARE) * extra / others
+            found[t.label] += (1 - slow_share) * extra / others
     return found
+
+
+@dataclass(frozen=True)
+class _Samples:
+    """A run's samples before they are written: each one's transaction and success, its response time
+    (ms), and how the failed ones failed."""
+
+    kinds: list[tuple[Transaction, bool]]
+    times: list[int]
+    why: dict[int, Failure]
+
+
+def _samples(
+    figures: RunFigures,
+    slowdown: float,
+    slow_transaction: str | None,
+    slow_share: float,
+    own: Mapping[str, float] | None,
+) -> _Samples:
+    hits = min(figures.hits, MAX_SAMPLES)
+    errors = round(figures.errors * hits / figures.hits) if figures.hits else 0
+    counts = _split(hits, [t.share for t in TRANSACTIONS])
+    failing = _split(errors, [float(c) for c in counts]) if hits else [0] * len(counts)
+    mean_of = means(figures, slowdown, slow_transaction, slow_share=slow_share, own=own)
+    kinds: list[tuple[Transaction, bool]] = []
+    raw_times: list[float] = []
+    why: dict[int, Failure] = {}  # a failed sample's index: how it failed
+    for transaction, count, fails in zip(TRANSACTIONS, counts, failing, strict=True):
+        why.update((len(kinds) + k, transaction.failures[k % 3 == 2]) for k in range(fails))
+        kinds += [(transaction, k >= fails) for k in range(count)]
+        raw_times += _times(count, mean_of[transaction.label]) if count else []
+    times = _scaled(raw_times, round(hits * figures.avg_response_time_ms), least=1)
+    return _Samples(kinds, times, why)
+
+
+def times_csv(
+    figures: RunFigures,
+    *,
+    slowdown: float = 1.0,
+    slow_transaction: str | None = None,
+    slow_share: float = SLOW_SHARE,
+    own: Mapping[str, float] | None = None,
+) -> str:
+    """The run's samples as a JTL of three columns (``label``, ``elapsed``, ``success``): the response
+    times ``render`` writes, for a tenth of its cost. What the demo and the tests read to know a
+    transaction's figures in runs the simulator never served (a gate's earlier nights)."""
+    drawn = _samples(figures, slowdown, slow_transaction, slow_share, own)
+    rows = (
+        f"{t.label},{elapsed},{'true' if ok else 'false'}\n"
+        for (t, ok), elapsed in zip(drawn.kinds, drawn.times, strict=True)
+    )
+    return "label,elapsed,success\n" + "".join(rows)
 
 
 def render(
@@ -148,25 +224,17 @@ def render(
     generators: list[str],
     slowdown: float = 1.0,
     slow_transaction: str | None = None,
+    slow_share: float = SLOW_SHARE,
+    own: Mapping[str, float] | None = None,
 ) -> dict[str, str]:
     """The JTL text of each load generator (``generators``: their names), the samples dealt in turn.
 
     Hits and errors add up to the run's; so do, to the unit, the response times (the run's average),
     the bytes received (its response size) and the bytes sent.
     """
-    hits = min(figures.hits, MAX_SAMPLES)
-    errors = round(figures.errors * hits / figures.hits) if figures.hits else 0
-    counts = _split(hits, [t.share for t in TRANSACTIONS])
-    failing = _split(errors, [float(c) for c in counts]) if hits else [0] * len(counts)
-    mean_of = means(figures, slowdown, slow_transaction)
-    kinds: list[tuple[Transaction, bool]] = []
-    raw_times: list[float] = []
-    why: dict[int, Failure] = {}  # a failed sample's index: how it failed
-    for transaction, count, fails in zip(TRANSACTIONS, counts, failing, strict=True):
-        why.update((len(kinds) + k, transaction.failures[k % 3 == 2]) for k in range(fails))
-        kinds += [(transaction, k >= fails) for k in range(count)]
-        raw_times += _times(count, mean_of[transaction.label]) if count else []
-    times = _scaled(raw_times, round(hits * figures.avg_response_time_ms), least=1)
+    drawn = _samples(figures, slowdown, slow_transaction, slow_share, own)
+    kinds, times, why = drawn.kinds, drawn.times, drawn.why
+    hits = len(kinds)
     received = _scaled(
         [t.size * (0.85 + 0.3 * ((k * 37) % 100) / 99) for k, (t, _) in enumerate(kinds)],
         math.floor(hits * figures.response_bytes),

@@ -53,7 +53,12 @@ class MetricProfile(SeedModel):
     noise_pct: float = Field(default=0.0, ge=0, le=30)
     """Run-to-run noise of the response times: their standard deviation from run to run, in percent of
     the profile (0: every run alike). Deterministic per run of the scenario (the n-th run since the last
-    reset always measures the same), so a gate's history of nights has noise to judge against."""
+    reset always measures the same), so a gate's history of nights has noise to judge against. Every
+    transaction shares it: the night's environment."""
+    transaction_noise_pct: float = Field(default=0.0, ge=0, le=30)
+    """Each transaction's own run-to-run noise besides ``noise_pct`` (its standard deviation, in percent
+    of the transaction's mean; deterministic per run and transaction): transactions of one run move
+    together, and each a little on its own."""
 
 
 class ScenarioSpec(SeedModel):
@@ -78,6 +83,12 @@ class ScenarioSpec(SeedModel):
     slow_transaction: str | None = None
     """The transaction (JTL label, ``simulator.jtl.TRANSACTIONS``) that carries most of the slowdown:
     its budget fails while the run's own figures still look fine."""
+    slow_share: float = Field(default=0.7, ge=0, le=1)
+    """The share of the run's slowdown its ``slow_transaction`` carries (1: all of it, the other
+    transactions as fast as before: one transaction's regression alone)."""
+    busy_runs: dict[int, float] = Field(default_factory=dict)
+    """Runs (numbered since the last reset) on a busy night: every transaction that much slower together
+    (0.12: 12 %), the environment's noise rather than the build's."""
     applied_users_share: float = Field(default=1.0, gt=0, le=1)
     """The share of its users a run applies from run ``light_from_run`` on (0.2: 100 of 500 users, as when
     load generators fail to start): fewer hits, and a lightly loaded system answers faster."""

@@ -163,6 +163,7 @@ class Run:
             self.scenario.agents,
             run_index=self.ordinal,
             applied=self.applied_share,
+            busy=self.scenario.busy_runs.get(self.ordinal, 0.0),
         )
 
     @property
@@ -512,6 +513,8 @@ class SimulatorState:
                 generators=_generators(run),
                 slowdown=run.slowdown,
                 slow_transaction=run.scenario.slow_transaction,
+                slow_share=run.scenario.slow_share,
+                own=jtl.own_noise(run.scenario.metrics.transaction_noise_pct, run.ordinal),
             )
             files = {name: gzip.compress(text.encode(), mtime=0) for name, text in texts.items()}
             with self._lock:

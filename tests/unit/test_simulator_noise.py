@@ -36,8 +36,9 @@ def test_noise_moves_the_times_of_a_run_and_the_slowdown_still_applies() -> None
     assert RunFigures.of(quiet, 100, 1.0, 1, run_index=7) == RunFigures.of(quiet, 100, 1.0, 1)
 
 
-def test_the_default_seed_gives_noise_to_the_regression_scenario_only() -> None:
+def test_the_default_seed_gives_noise_to_the_regression_scenarios_only() -> None:
     seed = load_seed()
     profiles = {s.id: s.metrics.noise_pct for s in seed.scenarios}
     assert profiles.pop("slower-scenario") == 3
+    assert profiles.pop("checkout-scenario") == 4  # its transactions: test_simulator_transaction_noise
     assert set(profiles.values()) == {0.0}  # the other scenarios' figures stay as documented
