@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from importlib import import_module
 from typing import Any
 from unittest import mock
@@ -703,7 +704,7 @@ def test_a_clear_whose_old_run_cannot_be_read_stops_it_and_records_why(
     assert op.execute(_context(store, max_tries=3, try_number=3))["state"] == "FINISHED"  # type: ignore[arg-type]
     assert (_posts(requests_mock, STOP_URL), _posts(requests_mock, RUN_URL)) == (1, 1)
     out = capsys.readouterr().out
-    assert "Could not read the state of run br-1 of before the clear: " in out and "404" in out
+    assert re.search(r"\] Could not read the state of run br-1 of before the clear: .*404", out), out
     record, when = recorded[0]
     stopped = record["stopped"]
     assert (stopped["bench_result_id"], stopped["by"], stopped["at"]) == ("br-1", "clear", when)
@@ -725,10 +726,11 @@ def test_a_start_refused_whose_record_cannot_be_cleared_says_a_retry_will_refuse
     with pytest.raises(LoadTestApiError):
         _op().execute(_context(Undeletable()))  # type: ignore[arg-type]
     out = capsys.readouterr().out
-    assert (
-        "Could not clear the start-in-flight record (a retry will refuse to start): state store: API server "
-        "answered 503"
-    ) in out
+    said = (
+        "] Could not clear the start-in-flight record (a retry will refuse to start): state store: API "
+        "server answered 503"
+    )
+    assert said in out, out  # the line as written (the level's bracket, then the message)
 
 
 def test_a_retry_is_not_a_clear(loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float]) -> None:
