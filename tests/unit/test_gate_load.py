@@ -206,3 +206,35 @@ def test_min_userload_checks_the_load_of_a_run_without_any_other_gate(
     assert row["metric"] == "USERLOAD" and row["status"] == "not_measured"
     with pytest.raises(ValueError, match="min_userload"):
         _op(min_userload=0)
+
+
+def _stored() -> dict[str, Any]:
+    """What ten ordinary nights of a history gate left in XCom, the load's series with them."""
+    series = {
+        (None, P95): SeriesHistory(tuple(600.0 + i % 3 for i in range(10))),
+        (None, "USERLOAD"): SeriesHistory((500.0,) * 10),
+        (None, "HITS_RATE"): SeriesHistory((150.0,) * 10),
+    }
+    return GateHistory(series).to_xcom()
+
+
+@pytest.mark.parametrize("accept", [False, True])
+def test_the_operator_fails_a_light_run_unless_the_dag_run_accepts_the_change(
+    loadtest_conn: str, requests_mock: rm.Mocker, accept: bool
+) -> None:
+    from tests.unit.test_gate_wiring import _context_with
+
+    _service(requests_mock, ["FINISHED"])
+    requests_mock.post(SUMMARY_URL, [{"json": [560.0]}, {"json": [100, 30.0]}])
+    context = _context_with(_stored(), conf={"loadtest_accept_change": True} if accept else None)
+    op = _op(baseline="history", max_regression_pct={P95: 10})
+    if accept:
+        result = op.execute(context)  # type: ignore[arg-type]
+        assert [r["status"] for r in result["gate"]] == ["pass", "pass", "pass"]
+        pushed = GateHistory.from_xcom(_pushed(context)["loadtest_gate_history"])
+        assert pushed.series[(None, "USERLOAD")] == SeriesHistory((100.0,))  # the new normal
+        return
+    with pytest.raises(AirflowFailException, match="the run applied 100 of its usual 500 users"):
+        op.execute(context)  # type: ignore[arg-type]
+    pushed = GateHistory.from_xcom(_pushed(context)["loadtest_gate_history"])
+    assert pushed.to_xcom() == _stored()  # the light night joined nothing
