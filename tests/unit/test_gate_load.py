@@ -12,7 +12,12 @@ import requests_mock as rm
 
 from airflow_provider_loadtest.compat import AirflowFailException
 from airflow_provider_loadtest.decisions.gate import GateSpec, evaluate, replay_gate
-from airflow_provider_loadtest.decisions.gate.history import GateHistory, HistorySettings, SeriesHistory
+from airflow_provider_loadtest.decisions.gate.history import (
+    GateHistory,
+    HistorySettings,
+    SeriesHistory,
+    SeriesKey,
+)
 from airflow_provider_loadtest.decisions.gate.load import LoadSeries, judge_load, judge_loads
 from tests.unit.test_gate import SUMMARY_URL, _gate_context, _pushed
 from tests.unit.test_gate_history import _drive
@@ -69,7 +74,8 @@ def test_a_deliberate_change_of_load_is_accepted_and_restarts_the_history() -> N
 def test_hits_rate_is_a_trust_check_at_half_its_usual() -> None:
     usual = SeriesHistory((120.0,) * 10)
     light, _ = judge_load(LoadSeries("HITS_RATE", 55.0), usual, SETTINGS)
-    assert light.status == "not_measured" and "the run sent 55 of its usual 120 hits/s" in (light.reason or "")
+    assert light.status == "not_measured"
+    assert "the run sent 55 of its usual 120 hits/s" in (light.reason or "")
     assert judge_load(LoadSeries("HITS_RATE", 80.0), usual, SETTINGS)[0].passed  # a slower night
 
 
@@ -123,7 +129,9 @@ def test_replay_gate_judges_userload_by_the_load_rule_and_keeps_the_light_night_
 
 
 def test_replay_gate_with_the_load_named_in_the_bounds_judges_hits_rate_as_a_regression() -> None:
-    nights = [{(None, "HITS_RATE"): 120.0, (None, P95): 500.0 + i % 3} for i in range(8)]
+    nights: list[dict[SeriesKey, object]] = [
+        {(None, "HITS_RATE"): 120.0, (None, P95): 500.0 + i % 3} for i in range(8)
+    ]
     nights.append({(None, "HITS_RATE"): 50.0, (None, P95): 501.0})
     trust = replay_gate(nights, max_regression_pct=10)[-1]
     assert [r.status for r in trust.rows if r.metric == "HITS_RATE"] == ["not_measured"]
@@ -210,7 +218,7 @@ def test_min_userload_checks_the_load_of_a_run_without_any_other_gate(
 
 def _stored() -> dict[str, Any]:
     """What ten ordinary nights of a history gate left in XCom, the load's series with them."""
-    series = {
+    series: dict[SeriesKey, SeriesHistory] = {
         (None, P95): SeriesHistory(tuple(600.0 + i % 3 for i in range(10))),
         (None, "USERLOAD"): SeriesHistory((500.0,) * 10),
         (None, "HITS_RATE"): SeriesHistory((150.0,) * 10),

@@ -19,8 +19,9 @@ from airflow_provider_loadtest.decisions.gate import GateRow, Verdict
 from airflow_provider_loadtest.decisions.gate.summary import MAX_ROWS, summary_markdown
 from airflow_provider_loadtest.decisions.samples.jmeter_log import jmeter_log_errors
 from airflow_provider_loadtest.lifecycle.explaining import BoundedLog, explain_run, is_jmeter_log
+from tests.conftest import BASE_URL
 from tests.unit.test_gate import SUMMARY_URL, _gate_context, _pushed
-from tests.unit.test_run_lifecycle import BASE_URL, FILES_URL, _op, _service
+from tests.unit.test_run_lifecycle import FILES_URL, _op, _service
 
 RESULT = {
     "bench_result_id": "br-5",
