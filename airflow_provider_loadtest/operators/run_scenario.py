@@ -156,7 +156,10 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     ``max_regression_pct``, ``reason``, and with ``baseline="history"`` the history's ``centre``,
     ``noise``, ``band_low``/``band_high``, ``history_n`` and a ``note``, and ``transaction``: the JTL
     label of a transaction's row, ``None`` for the run's; ``GateRow.from_xcom`` reads them) when a gate
-    is set. With ``baseline="history"`` the task also pushes XCom ``loadtest_gate_history`` (passing or
+    is set; ``summary`` (the verdict in short Markdown, for a notifier: docs/recipes.md) and, when the run
+    or its gate failed, ``explanation`` (the JMeter log's ERROR lines of an ERROR or ABORTED run, or the
+    failing transactions' failure messages and codes). With ``baseline="history"`` the task also pushes
+    XCom ``loadtest_gate_history`` (passing or
     failing: a failing night never joins the values judged against). With ``outlets`` (Airflow Assets)
     the asset event's ``extra`` carries the run and the verdict (the run's gated values under
     ``metrics``, each transaction's under ``transactions``, the rows under ``gate``); Airflow emits
