@@ -660,11 +660,16 @@ def _judge_night_effect(
         fit.centre,
         fit.sd,
         len(history.values),
-        round(change_pct(shift - fit.centre), 2),
+        _finite_or_none(change_pct(shift - fit.centre)),
         reason,
         note,
     )
     return effect, admit(history, shift, decision, settings)
+
+
+def _finite_or_none(value: float) -> float | None:
+    """A percentage for XCom: JSON has no infinity (a change from 0 has no percentage)."""
+    return round(value, 2) if math.isfinite(value) else None
 
 
 def _fmt(value: float) -> str:
