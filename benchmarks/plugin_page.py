@@ -22,6 +22,10 @@ Beside it, in the same home, the gates that stress the page's bounds (issue 28):
   20,000 (40,000) distinct gate rows, as any user allowed to run the DAG can write (before the bounds:
   12 s and 60 MB, 37 s and 118 MB): the task's tab with that night.
 
+Each API server process keeps the results it decoded (``plugins/decoded.py``): the figures are of a
+page whose nights an earlier view decoded, and the gate of 201 series is also measured with none
+decoded yet (as after a restart), its breakdowns too.
+
 Each figure is the median CPU time of one request inside the process (no network: what the API server
 spends on it), with its spread, and the wall time beside it (on a shared machine the wall time also
 counts the waits for a core: the load average is printed). The budget is the issue's: the task's tab

@@ -285,6 +285,8 @@ def test_values_too_close_for_a_float_to_divide_render_flat() -> None:
 def test_the_docs_state_the_bounds_the_code_has() -> None:
     from pathlib import Path
 
+    from airflow_provider_loadtest.plugins.decoded import CACHED_ROWS
+
     text = " ".join((Path(__file__).parents[2] / "docs" / "load_tests_view.md").read_text().split())
     for phrase in (
         f"at most {bounds.SERIES_DRAWN} series drawn",
@@ -293,6 +295,7 @@ def test_the_docs_state_the_bounds_the_code_has() -> None:
         f"{bounds.FAILING_LISTED} failing rows listed",
         f"{bounds.PAGE_BYTES // 2**20} MiB in all",
         f"beyond 10^{round(math.log10(bounds.PLOT_RANGE))}",
+        f"at most {CACHED_ROWS:,} gate rows",
     ):
         assert phrase in text, phrase
 
