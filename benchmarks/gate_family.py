@@ -50,9 +50,9 @@ rule that fails within n nights of clean ones at most that often cannot beat it)
 Run alone, or as ``gate_quality.py``'s family section (its output, ``--docs`` and ``--json``; ``make
 bench``). The rules' CPU seconds are reported: the family gate's nights cost what its code costs.
 
-    .venv/bin/python benchmarks/gate_family.py [--sizes 41 201] [--seasons 5 3] [--nights 300 150]
+    .venv/bin/python benchmarks/gate_family.py [--sizes 41 201] [--seasons 5 3] [--nights 250 150]
         [--branch-every 6 6] [--per-series-seasons 3 2] [--noises ...] [--big-noises ...]
-        [--rules per-series family] [--floor-samples 100000 25000] [--settings JSON] [--smoke]
+        [--rules per-series family] [--floor-samples 60000 15000] [--settings JSON] [--smoke]
         [--json PATH] [--docs docs/gate_quality.md [--section gate_family]]
 """
 
@@ -907,7 +907,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="series per gate (odd)")
     parser.add_argument("--seasons", nargs="+", type=int, default=[5, 3], help="per size (or one for all)")
-    parser.add_argument("--nights", nargs="+", type=int, default=[300, 150], help="counted nights, per size")
+    parser.add_argument("--nights", nargs="+", type=int, default=[250, 150], help="counted nights, per size")
     parser.add_argument("--branch-every", nargs="+", type=int, default=[6, 6], help="per size")
     parser.add_argument(
         "--per-series-seasons",
@@ -933,7 +933,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--floor-samples",
         nargs="+",
         type=int,
-        default=[100_000, 25_000],
+        default=[60_000, 15_000],
         help="draws of each hypothesis per floor, per size (0: no floors)",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny: checks the benchmark still runs")
