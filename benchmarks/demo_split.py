@@ -44,10 +44,8 @@ from devtools.local_airflow import AirflowHome, connection_env
 ROOT = Path(__file__).resolve().parents[1]
 #: As ``make demo`` runs it (devtools/demo.py: ``--run-seconds`` default, the gate's scenario and nights).
 RUN_SECONDS = 6.0
-GATE = {
-    "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "slower-scenario",
-    "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": "slower-scenario",
-}
+GATE = {"AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "slower-scenario"}
+CHECKOUT = {"AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": "checkout-scenario"}
 
 
 @dataclass(frozen=True)
@@ -71,10 +69,16 @@ STEPS = [
         succeeds=False,
     ),
     Step(
-        "dags test loadtest_transaction_gate (fails on Checkout)",
+        "dags test loadtest_transaction_gate, busy night",
         "loadtest_transaction_gate",
-        GATE,
-        "2026-11-03",
+        CHECKOUT,
+        "2026-11-01",
+    ),
+    Step(
+        "dags test loadtest_transaction_gate, night 2 (fails on Checkout)",
+        "loadtest_transaction_gate",
+        CHECKOUT,
+        "2026-11-02",
         succeeds=False,
     ),
 ]

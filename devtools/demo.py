@@ -10,11 +10,15 @@ A real season of nightly load tests would take weeks, so the demo stands in for 
 20 passing nights at the scenario's usual speed would have left (the simulator's own figures and noise,
 judged by the gate's own code) is put in XCom on the DAG run of the day before. Then two real nights:
 the first is judged noise against that history and passes, the second (20 % slower) is a regression
-and fails. Last, one night of the transaction gate (``loadtest_transaction_gate``) on the same
-scenario, whose third run has slowed Checkout almost fivefold while the run's own p95 grew by half: the
-run's gate passes, Checkout's budget fails, and the log lists the slowest transactions. It prints what
-happened, then how to see those nights in the "Load tests" view, and stops the simulator even when a
-step fails. Exits non-zero when a DAG run did not end as expected.
+and fails. Last, the transaction gate (``loadtest_transaction_gate``: every transaction's p95 judged
+together against the history, one false-alarm budget for the gate) on ``checkout-scenario``, after a
+season of its history drawn from the simulator's own samples (in a thread while the first DAGs run):
+a busy night, every transaction about 15 % slower together, passes (the night effect explains it),
+and the demo shows that judging each series alone (``replay_history``) would have failed a row; the
+next night Checkout alone is about 40 % slower and fails as Checkout's own regression, beyond the
+night's shared movement, while the other transactions and the run pass. It prints what happened,
+then how to see those nights in the "Load tests" view, and stops the simulator even when a step
+fails. Exits non-zero when a DAG run did not end as expected.
 
 ``make demo-ui`` (``python -m devtools.demo --serve``) serves that Airflow home with Airflow's
 api-server on 127.0.0.1 (port 8080 unless ``--port``), everyone signed in as admin (Airflow's simple
@@ -33,7 +37,8 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -144,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     home_dir = fresh_home(args.home)
     failed = []
+    season: Future[Any] | None = None
+    if not args.dag_ids:  # a few seconds of CPU, drawn while the first DAGs wait on their runs
+        drawing = ThreadPoolExecutor(max_workers=1)
+        season = drawing.submit(transaction_season, TRANSACTION_SCENARIO, TRANSACTION_BOUNDS)
+        drawing.shutdown(wait=False)
     with simulator_process(args.run_seconds) as (url, api_key):
         print(f"[demo] simulator listening on {url}")
         print(f"[demo] preparing Airflow in {home_dir} (airflow db migrate; kept after the demo)")
@@ -164,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(result.output[-4000:], file=sys.stderr)
         if not args.dag_ids and not _gate_demo(home, env):
             failed.append(GATE_DAG_ID)
-        if not args.dag_ids and not _transaction_demo(home, env):
+        if season is not None and not _transaction_demo(home, env, season):
             failed.append(TRANSACTION_DAG_ID)
         print(f"[demo] demo wall time {time.monotonic() - started:.1f} s")
     print(how_to_see_the_view(home_dir, [] if args.dag_ids else [GATE_DAG_ID, TRANSACTION_DAG_ID]))
@@ -272,34 +282,16 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     """A season of history, then two real nights of the release gate on a scenario that gets slower at
     every run: the first is judged noise and passes, the second a regression and fails. True when that
     happened."""
-    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
-
     env = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": GATE_SCENARIO}
     print(
         f"[demo] standing in for an earlier season: the gate history of {SEASON_NIGHTS} passing nights of "
         f"{GATE_SCENARIO} at its usual speed, left in XCom on the DAG run of {SEASON_DATE}"
     )
-    season = home.leave_xcom(
-        GATE_DAG_ID, GATE_TASK_ID, HISTORY_XCOM_KEY, earlier_season(GATE_SCENARIO, GATE_BOUNDS), SEASON_DATE
-    )
-    if not season.succeeded:
-        print(season.output[-4000:], file=sys.stderr)
+    if not _leave_season(home, GATE_DAG_ID, earlier_season(GATE_SCENARIO, GATE_BOUNDS)):
         return False
-    print(f"[demo] season left in XCom in {season.seconds:.1f} s")
     outcomes, judged = [], []
     for night in NIGHTS:
-        print(f"[demo] running: airflow dags test {GATE_DAG_ID} {night} (scenario {GATE_SCENARIO})")
-        result = home.dags_test(GATE_DAG_ID, env, logical_date=night)
-        (home.path / f"{GATE_DAG_ID}-{night}.log").write_text(result.output)
-        run = result.xcom(GATE_DAG_ID, GATE_TASK_ID) or {}
-        print(f"[demo] --- {GATE_DAG_ID} {night}: run {run.get('bench_result_id')} {run.get('state')} ---")
-        start = result.output.find("Quality gate of run")
-        if start >= 0:
-            print(result.output[start:].split(" [airflow.task", 1)[0])
-        failure = result.output.find("Quality gate failed")
-        if failure >= 0:
-            print("[demo] " + result.output[failure:].splitlines()[0])
-        print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
+        result, run = _gated_night(home, env, GATE_DAG_ID, night, GATE_SCENARIO)
         outcomes.append(result.succeeded)
         judged.append({row["status"] for row in run.get("gate", []) if row["metric"] in GATE_BOUNDS})
     expected = outcomes == [True, False] and judged == [{"noise"}, {"regression"}]
@@ -315,41 +307,196 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     return expected
 
 
-TRANSACTION_DAG_ID = "loadtest_transaction_gate"
-TRANSACTION_NIGHT = "2026-11-03"
+def _leave_season(home: AirflowHome, dag_id: str, history: dict[str, Any]) -> bool:
+    """Leave ``history`` in XCom as ``dag_id``'s gated task would have on the DAG run of SEASON_DATE."""
+    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
+
+    season = home.leave_xcom(dag_id, GATE_TASK_ID, HISTORY_XCOM_KEY, history, SEASON_DATE)
+    if not season.succeeded:
+        print(season.output[-4000:], file=sys.stderr)
+        return False
+    print(f"[demo] season left in XCom in {season.seconds:.1f} s")
+    return True
 
 
-def _transaction_demo(home: AirflowHome, env: dict[str, str]) -> bool:
-    """One night of the transaction gate on the scenario the release gate just ran twice (its third run:
-    Checkout far slower, the run as a whole much less): the run's rows pass, Checkout's budget fails.
-    True when that happened."""
-    env = {**env, "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": GATE_SCENARIO}
-    night = f"{TRANSACTION_DAG_ID} {TRANSACTION_NIGHT}"
-    print(f"[demo] running: airflow dags test {night} (scenario {GATE_SCENARIO})")
-    result = home.dags_test(TRANSACTION_DAG_ID, env, logical_date=TRANSACTION_NIGHT)
-    (home.path / f"{TRANSACTION_DAG_ID}.log").write_text(result.output)
-    run = result.xcom(TRANSACTION_DAG_ID, GATE_TASK_ID) or {}
-    print(f"[demo] --- {TRANSACTION_DAG_ID}: run {run.get('bench_result_id')} {run.get('state')} ---")
+def _gated_night(
+    home: AirflowHome, env: dict[str, str], dag_id: str, night: str, scenario: str
+) -> tuple[DagRunResult, dict[str, Any]]:
+    """One real night of a gated DAG: run it, keep its log, print its gate's table and failure; return
+    the result and the task's ``return_value``."""
+    print(f"[demo] running: airflow dags test {dag_id} {night} (scenario {scenario})")
+    result = home.dags_test(dag_id, env, logical_date=night)
+    (home.path / f"{dag_id}-{night}.log").write_text(result.output)
+    run = result.xcom(dag_id, GATE_TASK_ID) or {}
+    print(f"[demo] --- {dag_id} {night}: run {run.get('bench_result_id')} {run.get('state')} ---")
     start = result.output.find("Quality gate of run")
     if start >= 0:
         print(result.output[start:].split(" [airflow.task", 1)[0])
     failure = result.output.find("Quality gate failed")
     if failure >= 0:
-        print("[demo] " + result.output[failure:].splitlines()[0][:400])
+        print("[demo] " + result.output[failure:].splitlines()[0][:600])
     print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
+    return result, run
+
+
+TRANSACTION_DAG_ID = "loadtest_transaction_gate"
+TRANSACTION_SCENARIO = "checkout-scenario"
+#: The example transaction gate's regression bound per transaction (``transaction_max_regression_pct``
+#: in example_dags/loadtest_transaction_gate.py, for every label).
+TRANSACTION_BOUNDS = {"RESPONSE_TIME_PERCENTILE_95": 10.0}
+#: Nights of the transaction gate's season (24: the night effect's own history and each transaction's
+#: line against it need some nights past the 4-night warm-up).
+TRANSACTION_SEASON_NIGHTS = 24
+
+#: One series of a transaction gate: (transaction label, metric id).
+SeriesKey = tuple[str | None, str]
+
+
+def transaction_season(
+    scenario_id: str,
+    bounds: Mapping[str, float],
+    nights: int = TRANSACTION_SEASON_NIGHTS,
+    seed: str | Path | dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[dict[SeriesKey, float]]]:
+    """The gate history (its XCom form) that ``nights`` nights of ``scenario_id`` at its usual speed
+    would have left for a transaction gate bounding ``bounds`` of every label it samples, and each
+    night's values (oldest first). Each night is the simulator's own samples of that run (the runs
+    before this simulator started, -``nights`` to -1: its shared and per-transaction noise, no busy
+    night, no slowdown), read by the operator's JTL reader and judged by the gate's own code, every
+    series together (``replay_gate``). Raises when a night of the season did not pass."""
+    from airflow_provider_loadtest.decisions.gate import replay_gate
+    from airflow_provider_loadtest.decisions.samples.jtl import read_jtl
+    from airflow_provider_loadtest.simulator import jtl
+    from airflow_provider_loadtest.simulator.figures import RunFigures
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    scenario = load_seed(seed).scenario(scenario_id)
+    if scenario is None:
+        raise ValueError(f"the seed has no scenario {scenario_id!r}")
+    values: list[dict[SeriesKey, float]] = []
+    samples: list[dict[SeriesKey, int]] = []
+    for run_index in range(-nights, 0):
+        figures = RunFigures.of(scenario.metrics, 100.0, 1.0, scenario.agents, run_index=run_index)
+        own = jtl.own_noise(scenario.metrics.transaction_noise_pct, run_index)
+        text = jtl.times_csv(figures, own=own)
+        summary = read_jtl([(f"run{run_index}.jtl", [text.encode()])], list(bounds))
+        night: dict[SeriesKey, float] = {}
+        counts: dict[SeriesKey, int] = {}
+        for label, stats in summary.transactions.items():
+            for metric in bounds:
+                value = stats.metric(metric)
+                if value is not None:
+                    night[(label, metric)], counts[(label, metric)] = value, stats.hits
+        values.append(night)
+        samples.append(counts)
+    verdicts = replay_gate(values, max_regression_pct=dict(bounds), samples=samples)
+    for run_index, verdict in zip(range(-nights, 0), verdicts, strict=True):
+        if not verdict.passed:
+            raise RuntimeError(f"night {run_index} of the season did not pass: {verdict.rows}")
+    history = verdicts[-1].history
+    if history is None:
+        raise RuntimeError("the season left no gate history")
+    return history.to_xcom(), values
+
+
+def alone_verdicts(
+    season: Sequence[Mapping[SeriesKey, float]], rows: Iterable[Mapping[str, Any]]
+) -> dict[SeriesKey, str]:
+    """Tonight's bounded rows judged as before the family gate: each series alone, with
+    ``replay_history`` on its season's values and tonight's (the per-series rule); its status per
+    series."""
+    from airflow_provider_loadtest.decisions.gate import replay_history
+
+    found = {}
+    for row in rows:
+        key = (row.get("transaction"), row["metric"])
+        if row.get("max_regression_pct") is None or row.get("value") is None:
+            continue
+        values = [night[key] for night in season if key in night] + [row["value"]]
+        alone = replay_history(key[1], values, max_regression_pct=row["max_regression_pct"])
+        found[key] = alone[-1].status
+    return found
+
+
+def _series_name(key: SeriesKey) -> str:
+    return f"{key[0] or 'the run'}'s {key[1]}"
+
+
+def _transaction_demo(home: AirflowHome, env: dict[str, str], season: Future[Any]) -> bool:
+    """Two real nights of the transaction gate (``baseline="history"``) after a season of history: a
+    busy night that every transaction shares, which the gate passes although judging each series
+    alone would have failed some, then Checkout slower on its own, which fails as Checkout's own
+    regression while the night and the run pass. True when that happened."""
+    from airflow_provider_loadtest.decisions.gate import REGRESSION
+
+    env = {**env, "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": TRANSACTION_SCENARIO}
+    history, values = season.result()
+    print(
+        f"[demo] standing in for an earlier season of the transaction gate: the history of "
+        f"{TRANSACTION_SEASON_NIGHTS} passing nights of {TRANSACTION_SCENARIO} (each transaction's p95 "
+        f"from the simulator's samples, judged together), left in XCom on the DAG run of {SEASON_DATE}"
+    )
+    if not _leave_season(home, TRANSACTION_DAG_ID, history):
+        return False
+    busy, slow = NIGHTS
+    print(f"[demo] {busy}: a busy night, every transaction about 15 % slower together")
+    result, run = _gated_night(home, env, TRANSACTION_DAG_ID, busy, TRANSACTION_SCENARIO)
+    alone = alone_verdicts(values, run.get("gate", []))
+    failing_alone = sorted((k for k, status in alone.items() if status == REGRESSION), key=str)
+    print(
+        "[demo] the same night judged series by series (replay_history, each series alone: the rule "
+        f"before one budget for the gate): {len(failing_alone)} of {len(alone)} rows would have failed"
+        + "".join(f"; {_series_name(k)} {_row_change(run, k)}" for k in failing_alone)
+    )
+    night = run.get("night_effect") or {}
+    busy_ok = result.succeeded and bool(failing_alone) and night.get("passed") is True
+    print(
+        "[demo] judged together: "
+        + (
+            f"the night effect ({night['shift_sd']:+.2f} sd, {night['status']}) is the busy night, "
+            "shared by every transaction and judged once; no transaction moved beyond it by more than its "
+            "noise explains: the night passed"
+            if busy_ok
+            else f"UNEXPECTED (succeeded: {result.succeeded}, failing alone: {failing_alone}, night: {night})"
+        )
+    )
+    print(f"[demo] {slow}: Checkout alone about 40 % slower, the other transactions within their noise")
+    result, run = _gated_night(home, env, TRANSACTION_DAG_ID, slow, TRANSACTION_SCENARIO)
     rows = run.get("gate", [])
-    run_passed = [row["passed"] for row in rows if row.get("transaction") is None]
-    failing = {row.get("transaction") for row in rows if not row["passed"]}
-    expected = not result.succeeded and run_passed and all(run_passed) and failing == {"Checkout"}
+    failing = {(row.get("transaction"), row["metric"]) for row in rows if not row["passed"]}
+    checkout: dict[str, Any] = next(
+        (r for r in rows if r.get("transaction") == "Checkout" and not r["passed"]), {}
+    )
+    night = run.get("night_effect") or {}
+    slow_ok = (
+        not result.succeeded
+        and failing == {("Checkout", "RESPONSE_TIME_PERCENTILE_95")}
+        and checkout.get("status") == REGRESSION
+        and "beyond the night's shared movement" in (checkout.get("reason") or "")
+        and night.get("passed") is True
+    )
     print(
         "[demo] transaction gate: "
         + (
-            "the run's own figures passed its gate, Checkout failed its budget: the task failed, as expected"
-            if expected
-            else f"UNEXPECTED (succeeded: {result.succeeded}, run rows: {run_passed}, failing: {failing})"
+            "Checkout failed as its own regression, beyond the night's shared movement; the night "
+            "effect, the other transactions and the run's own figures passed: the task failed, as expected"
+            if slow_ok
+            else f"UNEXPECTED (succeeded: {result.succeeded}, failing: {failing}, night: {night})"
         )
     )
-    return bool(expected)
+    return busy_ok and slow_ok
+
+
+def _row_change(run: Mapping[str, Any], key: SeriesKey) -> str:
+    """A row's value and change from its usual, as the log's table says them."""
+    from airflow_provider_loadtest.decisions.gate import format_number
+
+    row = next(r for r in run.get("gate", []) if (r.get("transaction"), r["metric"]) == key)
+    change = "" if row.get("change_pct") is None else f"{row['change_pct']:+.1f} % from its usual; "
+    beyond = (
+        "" if row.get("own_sd") is None else f", {row['own_sd']:+.1f} sd beyond the night's shared movement"
+    )
+    return f"{format_number(row['value'])} ({change}judged together: {row['status']}{beyond})"
 
 
 def _count_starts(url: str) -> int:

@@ -1,13 +1,19 @@
-"""Gates per transaction end to end: two nights of ``loadtest_transaction_gate`` in one real Airflow home,
-against the simulator's ``slower-scenario`` (each run 20 % slower than the one before, most of it on
-Checkout), whose runs list one gzipped JTL file per load generator.
+"""Gates per transaction end to end: ``loadtest_transaction_gate`` (``baseline="history"``) in one real
+Airflow home, against the simulator's ``checkout-scenario``, whose runs list one gzipped JTL file per
+load generator: every transaction varies from run to run with the night and on its own; its first run is
+a busy night (every transaction 15 % slower together), and from its second Checkout alone is slower.
 
-1. the first night passes: every row of the run and of each transaction, and the night's transaction
-   values are left in XCom as the next night's baseline;
-2. the second night (waiting in the triggerer this time, so the JTL files are read by the worker that
-   resumes the task) fails on Checkout alone, its budget and its regression bound against the first
-   night, while the run's own figures, about 20 % slower, pass: failed without a retry, and the log
-   names the slowest transactions with Checkout first.
+A season of passing nights stands in for the weeks before (``devtools.demo.transaction_season``: the
+simulator's own samples of the runs before it started, read by the operator's JTL reader and judged by
+the gate's code), left in XCom as the task would have. Then:
+
+1. the busy night passes: every row of the run and of each transaction, the night effect says what
+   every transaction moved together, and the log says what the budget buys; judged series by series
+   (``replay_history``, the rule before one budget for the gate), a row would have failed that night;
+2. the next night (waiting in the triggerer this time, so the JTL files are read by the worker that
+   resumes the task) fails on Checkout alone, as its own regression "beyond the night's shared movement",
+   before its budget, while the night effect, the other transactions and the run's own figures pass:
+   failed without a retry, and the log names the slowest transactions with Checkout first.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, GateRow
+from airflow_provider_loadtest.decisions.gate import REGRESSION, GateHistory, GateRow
+from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
 from airflow_provider_loadtest.simulator import run_simulator
+from devtools.demo import NIGHTS, SEASON_DATE, TRANSACTION_BOUNDS, alone_verdicts, transaction_season
 from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
 pytestmark = pytest.mark.integration
@@ -26,7 +34,11 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "loadtest_transaction_gate"
 TASK_ID = "run_load_test"
+SCENARIO = "checkout-scenario"
 P95 = "RESPONSE_TIME_PERCENTILE_95"
+LABELS = {
+    "Checkout", "api/items", "api/cart", "Home", "Search products", "Product page", "Add to cart", "Login",
+}  # fmt: skip
 
 
 def _rows(result: DagRunResult) -> dict[tuple[str | None, str], GateRow]:
@@ -36,52 +48,58 @@ def _rows(result: DagRunResult) -> dict[tuple[str | None, str], GateRow]:
     }
 
 
-def test_a_transaction_budget_fails_a_run_whose_global_figures_pass(tmp_path: Path) -> None:
+def test_a_busy_night_passes_and_checkout_fails_alone_as_its_own_regression(tmp_path: Path) -> None:
+    history, season = transaction_season(SCENARIO, TRANSACTION_BOUNDS)
     home = AirflowHome(tmp_path / "home", [ROOT / "example_dags"])
+    left = home.leave_xcom(DAG_ID, TASK_ID, HISTORY_XCOM_KEY, history, SEASON_DATE)
+    assert left.succeeded, left.output[-6000:]
     with run_simulator(run_seconds=2.0) as sim:
         env: dict[str, Any] = {
             **connection_env(sim.url, sim.api_key),
-            "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": "slower-scenario",
+            "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": SCENARIO,
         }
 
-        # 1. the first night: everything passes, the transactions' values become the next baseline
-        first = home.dags_test(DAG_ID, env, logical_date="2026-11-01")
-        assert first.succeeded, first.output[-6000:]
-        rows = _rows(first)
+        # 1. the busy night: every transaction slower together, the night effect explains it
+        busy = home.dags_test(DAG_ID, env, logical_date=NIGHTS[0])
+        assert busy.succeeded, busy.output[-6000:]
+        rows = _rows(busy)
         assert all(row.passed for row in rows.values()), rows
-        labels = {label for label, _ in rows if label is not None}
-        assert labels == {
-            "Checkout", "api/items", "api/cart", "Home", "Search products", "Product page", "Add to cart",
-            "Login",
-        }  # fmt: skip
-        assert rows[("Checkout", P95)].baseline is None  # no earlier passing night: budgets only
-        baseline = first.xcom(DAG_ID, TASK_ID, BASELINE_XCOM_KEY)
-        checkout_before = baseline["transactions"]["Checkout"][P95]
-        run_before = baseline["metrics"][P95]
-        assert checkout_before == rows[("Checkout", P95)].value < 2500
-        assert "Read " in first.output and "JTL file(s) of run" in first.output
+        bounded = {key: row for key, row in rows.items() if row.max_regression_pct is not None}
+        assert {label for label, _ in bounded} == LABELS and {m for _, m in bounded} == {P95}
+        assert all(row.history_n and row.history_n >= 20 for row in bounded.values())
+        assert all(row.own_sd is not None and row.night_sd is not None for row in bounded.values())
+        moved = sorted(row.change_pct or 0 for row in bounded.values())
+        assert moved[len(moved) // 2] > 8  # the median transaction about 10 % slower than its usual
+        night = busy.xcom(DAG_ID, TASK_ID)["night_effect"]
+        assert night["passed"] and night["series"] == len(LABELS) and night["shift_sd"] > 1, night
+        assert "Night effect: the 8 series moved +" in busy.output
+        assert "Budget: at most 1 red clean night in 100 for the whole gate; with 8 series" in busy.output
+        alone = alone_verdicts(season, busy.xcom(DAG_ID, TASK_ID)["gate"])
+        assert set(alone) == set(bounded)
+        assert REGRESSION in alone.values(), alone  # judged each alone, the busy night would have failed
+        after = GateHistory.from_xcom(busy.xcom(DAG_ID, TASK_ID, HISTORY_XCOM_KEY))
+        assert after.night is not None and len(after.night.values) + len(after.night.recent) >= 20
 
-        # 2. the second night: Checkout fails, the run passes; deferred, judged by the resuming worker
-        second = home.dags_test(
-            DAG_ID, {**env, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}, logical_date="2026-11-02"
+        # 2. Checkout slower alone: its own regression; deferred, judged by the resuming worker
+        slow = home.dags_test(
+            DAG_ID, {**env, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}, logical_date=NIGHTS[1]
         )
-        assert not second.succeeded
-        assert "Deferring: the triggerer watches run" in second.output
-        assert second.task_states(DAG_ID)[TASK_ID] == ("failed", 1)  # the verdict is final: no retry
-        rows = _rows(second)
+        assert not slow.succeeded
+        assert "Deferring: the triggerer watches run" in slow.output
+        assert slow.task_states(DAG_ID)[TASK_ID] == ("failed", 1)  # the verdict is final: no retry
+        rows = _rows(slow)
         failing = {key for key, row in rows.items() if not row.passed}
         assert failing == {("Checkout", P95)}, {k: rows[k].reason for k in failing}
         checkout = rows[("Checkout", P95)]
-        assert checkout.value is not None and checkout.value > 2.5 * checkout_before
-        assert checkout.baseline == checkout_before and checkout.status == "regression"
-        reason = checkout.reason or ""
-        assert "budget <= 2500" in reason and "more than 50 % worse" in reason
-        run = rows[(None, P95)]
-        assert run.passed and run.value is not None and 1.1 < run.value / run_before < 1.45
-        first_run = first.xcom(DAG_ID, TASK_ID)["bench_result_id"]
-        assert f"Quality gate failed (baseline run {first_run}): {P95} of 'Checkout'" in second.output
-        slowest = second.output[second.output.index("Slowest transactions by p95 response time") :]
+        assert checkout.status == REGRESSION and checkout.value is not None and checkout.centre is not None
+        assert checkout.value > 1.3 * checkout.centre and checkout.value < 2500  # before its budget
+        assert "beyond the night's shared movement" in (checkout.reason or "")
+        assert checkout.own_sd is not None and checkout.own_sd == max(r.own_sd or 0 for r in rows.values())
+        assert all(row.passed for (label, _), row in rows.items() if label is None)  # the run's figures
+        assert slow.xcom(DAG_ID, TASK_ID)["night_effect"]["passed"]
+        assert f"Quality gate failed: {P95} of 'Checkout'" in slow.output
+        slowest = slow.output[slow.output.index("Slowest transactions by p95 response time") :]
         assert slowest.splitlines()[2].split()[0] == "Checkout"
 
-        assert len(sim.starts("slower-scenario")) == 2
-        print(second.output[second.output.index("Quality gate of run") :][:2500])
+        assert len(sim.starts(SCENARIO)) == 2
+        print(slow.output[slow.output.index("Quality gate of run") :][:3000])
