@@ -126,9 +126,24 @@ def number(value: float | None) -> str:
     return f"{value:.4g}" if abs(value) < 1e9 else f"{value:.3e}"
 
 
+def signed(change: float, unit: str) -> str:
+    """A signed change (``unit``: "%", "sd"), with an exponent when it is huge (a baseline near zero)."""
+    return f"{change:+.1f} {unit}" if abs(change) < 1e6 else f"{change:+.2e} {unit}"
+
+
 def percent(change: float) -> str:
-    """A signed change in percent, with an exponent when it is huge (a baseline near zero)."""
-    return f"{change:+.1f} %" if abs(change) < 1e6 else f"{change:+.2e} %"
+    return signed(change, "%")
+
+
+def movement(row: Row) -> str:
+    """What the gate judged of a series of many (issue 27, ``decisions/gate/family.py``): how far it
+    moved beyond its own noise, and how far every series of the night moved together ("" without)."""
+    parts = []
+    if row.own_sd is not None:
+        parts.append(f"{signed(row.own_sd, 'sd')} beyond its noise")
+    if row.night_sd is not None:
+        parts.append(f"the night: {signed(row.night_sd, 'sd')} shared by every series")
+    return ", ".join(parts)
 
 
 def in_range(value: float | None) -> bool:
@@ -303,6 +318,8 @@ def _tooltip(day: str, row: Row, unit: str) -> str:
     if row.band is not None:
         low, high = row.band
         parts.append(f"noise band {number(low)} to {number(high)}")
+    if moved := movement(row):
+        parts.append(moved)
     if row.reason:
         parts.append(clip(row.reason, TEXT_CHARS))
     if row.note:  # the gate's own words: suspected, a short history, an accepted change

@@ -21,7 +21,7 @@ from airflow_provider_loadtest.plugins.bounds import (
     PageBudget,
     clip,
 )
-from airflow_provider_loadtest.plugins.charts import Chart, chart, number, percent, unit_of
+from airflow_provider_loadtest.plugins.charts import Chart, chart, movement, number, percent, unit_of
 from airflow_provider_loadtest.plugins.history import (
     Night,
     Series,
@@ -160,6 +160,8 @@ def _cell(row: Row | None) -> Cell:
     unit = unit_of(row.metric)
     value = f"{number(row.value)}{(' ' + unit) if unit else ''}"
     title = f"{clip(row.metric, NAME_CHARS)}: {value} ({row.kind.label})"
+    if moved := movement(row):
+        title += f"; {moved}"
     if row.reason:
         title += f": {clip(row.reason, TEXT_CHARS)}"
     return Cell(number(row.value), change, row.kind.value, title)

@@ -326,3 +326,13 @@ def test_a_series_written_twice_in_a_night_shows_its_first_row_in_the_gates_orde
     assert list(result.by_series) == [("B", None), (P95, None), (P95, "T")]
     found = result.row_of("B", None)
     assert found is not None and found.value == 1.0
+
+
+def test_a_series_judged_with_many_says_how_far_it_and_the_night_moved() -> None:
+    """The gate of many series (issue 27) writes ``own_sd`` and ``night_sd`` on each row: the tooltip
+    and the table cell say them, huge ones included."""
+    html = page([night(1, [row(own_sd=2.34, night_sd=-1.05)]), night(2, [row(own_sd=1.7e308)])])
+    assert "+2.3 sd beyond its noise, the night: -1.1 sd shared by every series" in html
+    assert "+1.70e+308 sd beyond its noise" in html
+    cell = re.findall(r'<td class="num pass" title="([^"]*)"', html)
+    assert any("+2.3 sd beyond its noise" in title for title in cell)
