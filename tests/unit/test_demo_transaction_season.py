@@ -97,3 +97,15 @@ def test_the_busy_night_passes_together_and_would_have_failed_alone_then_checkou
     assert [(row.transaction, row.status) for row in failing] == [("Checkout", REGRESSION)]
     assert "beyond the night's shared movement" in (failing[0].reason or "")
     assert verdict.night is not None and verdict.night.passed
+
+
+def test_the_words_docs_gate_quotes_of_the_family_gate_are_the_codes() -> None:
+    from airflow_provider_loadtest.decisions.gate import family
+
+    page = " ".join((ROOT / "docs" / "gate.md").read_text().split())
+    bullet = page[page.index("**Every series together.**") : page.index('**Baseline** `"previous"`')]
+    quoted = [q.rstrip(":") for q in bullet.split('"')[1::2] if q != "history"]
+    assert quoted == ["beyond the night's shared movement", "Budget", "Night effect"]
+    source = Path(family.__file__).read_text()
+    assert all(q in source for q in quoted)
+    assert "false_alarm_budget" in bullet and "false_alarm_budget" in source
