@@ -11,7 +11,7 @@ from __future__ import annotations
 #: Gate rows read per night (a gate's rows are its metrics times its transactions: tens, a few hundred).
 ROWS_PER_NIGHT = 1000
 #: Series drawn as charts on one task's tab; the others are named, each transaction linked to its charts.
-SERIES_DRAWN = 8
+SERIES_DRAWN = 6
 #: Metrics of all requests shown as the table's columns.
 COLUMNS = 16
 #: Failing rows listed per night in the table (the rest counted).
