@@ -46,6 +46,7 @@ def test_every_label_has_the_samples_its_p95_needs_as_the_example_says() -> None
     seed = load_seed()
     doc = ast.get_docstring(ast.parse(EXAMPLE.read_text())) or ""
     needed = samples_needed(P95)
+    assert needed is not None
     assert f"{needed} samples" in " ".join(doc.split())
     rarest = min(sim_jtl.TRANSACTIONS, key=lambda t: t.share)
     assert f"the rarest label, {rarest.label}, has {100 * rarest.share:g} % of a run" in " ".join(doc.split())
@@ -57,7 +58,7 @@ def test_every_label_has_the_samples_its_p95_needs_as_the_example_says() -> None
         assert f"{checkout:,}" in doc and min(samples) == checkout >= needed
 
 
-def _night(state: SimulatorState) -> tuple[dict[Any, float], dict[Any, int]]:
+def _night(state: SimulatorState) -> tuple[dict[Any, float | None], dict[Any, int]]:
     """The next run of the demo's scenario, as the operator reads its JTL files."""
     run_id = state.start_run(demo.TRANSACTION_SCENARIO)[0].id
     assert isinstance(state.clock, FakeClock)
@@ -65,7 +66,7 @@ def _night(state: SimulatorState) -> tuple[dict[Any, float], dict[Any, int]]:
     names = jtl_files(state.log_files(run_id), run_id)
     summary = read_jtl(((name, [state.log_file(run_id, name)]) for name in names), [P95])
     values = {(label, P95): s.metric(P95) for label, s in summary.transactions.items()}
-    return values, {(label, P95): s.hits for label, s in summary.transactions.items()}  # type: ignore[misc]
+    return values, {(label, P95): s.hits for label, s in summary.transactions.items()}
 
 
 @pytest.fixture(scope="module")
