@@ -58,6 +58,18 @@ def test_every_label_has_the_samples_its_p95_needs_as_the_example_says() -> None
         assert f"{checkout:,}" in doc and min(samples) == checkout >= needed
 
 
+def test_the_examples_figures_of_the_history_are_the_defaults() -> None:
+    from airflow_provider_loadtest.decisions.gate.family import MIN_TAIL_SAMPLES
+
+    doc = " ".join((ast.get_docstring(ast.parse(EXAMPLE.read_text())) or "").split())
+    settings = HistorySettings()
+    assert f"fills ({settings.min_history} nights)" in doc
+    assert f"at most {100 * settings.false_alarm_budget:g} red clean night in 100" in doc
+    assert f"({MIN_TAIL_SAMPLES} beyond the percentile)" in doc
+    bound = demo.TRANSACTION_BOUNDS[P95]
+    assert f"at most {bound:g} % slower than its usual" in doc
+
+
 def _night(state: SimulatorState) -> tuple[dict[Any, float | None], dict[Any, int]]:
     """The next run of the demo's scenario, as the operator reads its JTL files."""
     run_id = state.start_run(demo.TRANSACTION_SCENARIO)[0].id
