@@ -41,9 +41,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
+
+if TYPE_CHECKING:
+    from airflow_provider_loadtest.decisions.gate.history import SeriesKey
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -347,9 +350,6 @@ TRANSACTION_BOUNDS = {"RESPONSE_TIME_PERCENTILE_95": 10.0}
 #: Nights of the transaction gate's season (24: the night effect's own history and each transaction's
 #: line against it need some nights past the 4-night warm-up).
 TRANSACTION_SEASON_NIGHTS = 24
-
-#: One series of a transaction gate: (transaction label, metric id).
-SeriesKey = tuple[str | None, str]
 
 
 def transaction_season(
