@@ -235,9 +235,32 @@ def test_a_failed_stop_is_not_reported_as_stopped(
 # --- 3. a person's decision that arrives before or during the start ------------------------------------
 
 
-@pytest.mark.parametrize("state", ["failed", "restarting"])
+@pytest.mark.parametrize(
+    ("state", "final", "said"),
+    [
+        (
+            "failed",
+            True,
+            "The task was ended before its load test was started: a person marked the task failed.",
+        ),
+        (
+            "restarting",
+            True,
+            "The task was ended before its load test was started: a person cleared the task.",
+        ),
+        # a worker shut down (its task instance still running): nothing started, a retry starts it
+        ("running", False, "before its load test was started: nothing was started; a retry starts it."),
+    ],
+    ids=["marked-failed", "cleared", "worker-shutdown"],
+)
 def test_a_person_ending_the_task_before_the_start_is_sent_starts_nothing(
-    loadtest_conn: str, requests_mock: rm.Mocker, clock: list[float], ti_state: list[Any], state: str
+    loadtest_conn: str,
+    requests_mock: rm.Mocker,
+    clock: list[float],
+    ti_state: list[Any],
+    state: str,
+    final: bool,
+    said: str,
 ) -> None:
     """SIGTERM (mark failed, or a clear) while the task records "start in flight", i.e. before the
     start request: ``on_kill`` notes the decision (no run yet), returns, and the task goes on to send
@@ -253,9 +276,15 @@ def test_a_person_ending_the_task_before_the_start_is_sent_starts_nothing(
             if self.sets == 1:
                 op.on_kill()
 
-    with pytest.raises(AirflowException):
-        op.execute(_context(KilledWhileRecording()))  # type: ignore[arg-type]
+    store = KilledWhileRecording()
+    with pytest.raises(AirflowException) as caught:
+        op.execute(_context(store))  # type: ignore[arg-type]
     assert _posts(requests_mock, RUN_URL) == 0, "a load test was started after the task was ended"
+    assert isinstance(caught.value, AirflowFailException) is final  # a person's decision is final
+    assert said in str(caught.value) and "Nothing was started" in str(caught.value).replace(
+        "nothing", "Nothing"
+    )
+    assert RUN_RECORD_KEY not in store.data  # no start in flight: a retry (or the clear's try) may start
 
 
 def test_a_mark_failed_during_the_start_of_a_deferrable_task_stops_the_run(
