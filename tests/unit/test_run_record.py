@@ -96,3 +96,53 @@ def test_what_a_retry_does_with_its_recorded_run(
     if clear_seen:
         kwargs["clear_seen"] = True
     assert on_recorded_run(state, restart_failed_runs=restart, **kwargs) == step
+
+
+def test_a_new_run_in_the_record_drops_a_stop_decided_for_the_one_before() -> None:
+    """Kills ``with_run`` keeping ``stopped``: a decision about the earlier run is not the new one's."""
+    from airflow_provider_loadtest.decisions.run_record import RunRecord
+
+    stopped = RunRecord("sc-1", SENT, 0, run={"bench_result_id": "br-1"}).with_stop(
+        decision("br-1", "clear", SENT)
+    )
+    assert stopped.stopped is not None
+    renewed = stopped.with_run({"bench_result_id": "br-2"})
+    assert (renewed.run, renewed.stopped) == ({"bench_result_id": "br-2"}, None)
+
+
+def test_the_stop_hint_names_the_run_the_report_and_the_call() -> None:
+    """Kills the hint without its report, or with "Report: None"."""
+    from airflow_provider_loadtest.decisions.run_record import stop_hint
+
+    assert stop_hint("br-1", "https://x/ui/r", "loadtest_default") == (
+        "Run br-1 may still be going and billing. Report: https://x/ui/r. To stop it, use the web UI or "
+        'LoadTestHook("loadtest_default").stop_run("br-1").'
+    )
+    assert stop_hint("br-1", None, "lt") == (
+        "Run br-1 may still be going and billing. To stop it, use the web UI or "
+        'LoadTestHook("lt").stop_run("br-1").'
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "state", "restart", "store_works", "final"),
+    [
+        ("gate_unchecked", "FINISHED", False, True, False),  # a retry re-reads the alarms
+        ("gate_unchecked", "FINISHED", False, False, True),  # ...only if it can find the run
+        ("ended", "ERROR", True, True, False),  # the opt-in to a second run
+        ("ended", "ABORTED", False, True, True),
+        ("ended", "ERROR", True, False, True),  # no store: never a second run
+        ("alarm", "FINISHED", True, True, True),
+        ("timeout", "RUNNING", True, True, True),
+    ],
+)
+def test_which_verdicts_are_final(
+    reason: str, state: str, restart: bool, store_works: bool, final: bool
+) -> None:
+    """Kills ``verdict_is_final`` answering "not final" without a store, and a misspelt reason."""
+    from airflow_provider_loadtest.decisions.run_record import verdict_is_final
+
+    assert (
+        verdict_is_final(reason=reason, state=state, restart_failed_runs=restart, store_works=store_works)
+        is final
+    )
