@@ -349,6 +349,7 @@ def history_json(history: TaskHistory) -> dict[str, Any]:
                 "state": result.state,
                 "rows": [_row_json(row) for row in shown],
                 "rows_left_out": result.left_out + len(result.entries) - len(shown),
+                "night_effect": None if result.night_effect is None else result.night_effect.to_xcom(),
             }
         )
     return {

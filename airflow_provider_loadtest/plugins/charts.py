@@ -331,10 +331,20 @@ def _drawable(band: tuple[float, float] | None) -> bool:
     return band is not None and in_range(band[0]) and in_range(band[1])
 
 
-def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
-    """The chart of one series; ``base`` is Airflow's path prefix for the links to task instances."""
+def chart(
+    series: Series,
+    base: str,
+    dag_id: str,
+    task_id: str,
+    *,
+    unit: str | None = None,
+    direction: str | None = None,
+) -> Chart:
+    """The chart of one series; ``base`` is Airflow's path prefix for the links to task instances.
+    ``unit`` and ``direction``: the series' own when it is not one of the service's metrics (the night
+    effect), else the metric's."""
     metric = series.key.metric
-    unit = unit_of(metric)
+    unit = unit_of(metric) if unit is None else unit
     left, top, right, bottom = LEFT, TOP, WIDTH - RIGHT, HEIGHT - BOTTOM
     rows = series.rows
     values = [row.value if row is not None else None for row in rows]
@@ -389,7 +399,7 @@ def chart(series: Series, base: str, dag_id: str, task_id: str) -> Chart:
         title=clip(metric, NAME_CHARS),
         transaction=None if series.key.transaction is None else clip(series.key.transaction, NAME_CHARS),
         unit=unit,
-        direction=_direction(metric),
+        direction=_direction(metric) if direction is None else direction,
         width=WIDTH,
         height=HEIGHT,
         plot=(left, top, right, bottom),

@@ -69,11 +69,12 @@ class Night:
         result = self.result
         if not result.has_result:
             return Verdict.RUNNING if self.ti_state in _NOT_ENDED else Verdict.NO_VERDICT
-        if result.failing_entries or result.left_out_failing:
+        effect = result.night_effect  # every series moved together: a regression of the whole run
+        if result.failing_entries or result.left_out_failing or (effect is not None and not effect.passed):
             return Verdict.FAIL
         if self.ti_state == "failed":
             return Verdict.RUN_FAILED
-        if result.suspected:
+        if result.suspected or (effect is not None and effect.status == "suspected"):
             return Verdict.SUSPECTED
         return Verdict.PASS if result.entries else Verdict.NO_GATE
 

@@ -32,6 +32,7 @@ from airflow_provider_loadtest.plugins.history import (
     task_url,
     view_task_url,
 )
+from airflow_provider_loadtest.plugins.night_effect import effect_chart, effect_series, effect_text
 from airflow_provider_loadtest.plugins.rows import Row
 
 _VERDICT_CLASS = {
@@ -75,6 +76,9 @@ class TableRow:
     cells: tuple[Cell, ...]
     report_url: str | None
     report_label: str
+    #: The night effect's line ("" without one) and its status (a CSS class: "regression" failed).
+    night_effect: str = ""
+    night_effect_status: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,19 @@ class ChartGroup:
     base: str
     dag_id: str
     task_id: str
+    #: The night effect's group: its one series drawn as the night effect (``night_effect.effect_chart``).
+    night_effect: bool = False
 
     @property
     def label(self) -> str:
         return "" if self.transaction is None else clip(self.transaction, NAME_CHARS)
 
     def charts(self, budget: PageBudget) -> Iterator[Chart]:
+        draw = effect_chart if self.night_effect else chart
         for one in self.series:
             if budget.full:
                 return
-            yield chart(one, self.base, self.dag_id, self.task_id)
+            yield draw(one, self.base, self.dag_id, self.task_id)
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,8 @@ class TaskView:
     more: tuple[tuple[str, str], ...] = ()
     #: The transaction this page draws the charts of (None: the task's own choice).
     transaction: str | None = None
+    #: Every series' shared movement per night (None: no night has one, or the page is one transaction's).
+    night_effect: ChartGroup | None = None
 
     def table(self, budget: PageBudget) -> Iterator[TableRow]:
         """The table's rows while the page has room (the page says when it had to stop)."""
@@ -215,6 +224,7 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
     for night in history.nights:
         result = night.result
         verdict = night.verdict
+        effect = result.night_effect
         rows.append(
             TableRow(
                 night=night,
@@ -227,10 +237,13 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
                 cells=tuple(_cell(result.row_of(m, None)) for m in metrics),
                 report_url=result.report_url,
                 report_label=clip(result.bench_result_id or "report", NAME_CHARS),
+                night_effect="" if effect is None else effect_text(effect),
+                night_effect_status="" if effect is None else effect.status,
             )
         )
     latest = rows[0] if rows else None
     omitted, more = _omitted(history, metrics, base)
+    effects = effect_series(history.nights) if history.transaction is None else None
     return TaskView(
         dag_id=dag_id,
         task_id=task_id,
@@ -245,4 +258,5 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
         omitted=tuple(omitted),
         more=tuple(more),
         transaction=history.transaction,
+        night_effect=None if effects is None else ChartGroup(None, (effects,), base, dag_id, task_id, True),
     )

@@ -25,6 +25,7 @@ from typing import Any, get_type_hints
 import msgspec  # apache-airflow-core's own dependency (>= 0.19 since 3.1.0, the floor): no new one
 
 from airflow_provider_loadtest.decisions.gate import GateRow
+from airflow_provider_loadtest.decisions.gate.family import NightEffect
 from airflow_provider_loadtest.plugins.bounds import ROWS_PER_NIGHT
 
 
@@ -184,6 +185,41 @@ def gate_row(data: object) -> Row | None:
     return row if isinstance(row, Row) else None
 
 
+#: The night effect's statuses (``decisions.gate.family.NightEffect``: never over budget, never unmeasured).
+EFFECT_STATUSES = ("pass", "noise", "suspected", "regression")
+#: The largest count (series, nights of history) the view reads: beyond, a count is not one.
+_MAX_COUNT = 10**9
+
+
+def night_effect(data: object) -> NightEffect | None:
+    """The gate's night effect as ``NightEffect.to_xcom()`` wrote it, or None (absent: a gate of fewer
+    than 8 series). Untrusted as a row is: each field not of its type is dropped (read as the gate's
+    reader reads it missing), a status the night effect never has is derived from ``passed``; without a
+    finite ``shift_sd`` there is nothing to show."""
+    if not isinstance(data, Mapping):
+        return None
+    shift = _number(data.get("shift_sd"))
+    if shift is None:
+        return None
+    status = data.get("status")
+    if not isinstance(status, str) or status not in EFFECT_STATUSES:
+        status = "regression" if data.get("passed") is False else "pass"
+    series, history_n = _count(data.get("series")), _count(data.get("history_n"))
+    return NightEffect.from_xcom(
+        {
+            "shift_sd": shift,
+            "series": series if series is not None and series < _MAX_COUNT else 0,
+            "status": status,
+            "centre": _number(data.get("centre")),
+            "noise": _number(data.get("noise")),
+            "history_n": history_n if history_n is not None and history_n < _MAX_COUNT else 0,
+            "change_pct": _number(data.get("change_pct")),
+            "reason": _text(data.get("reason")),
+            "note": _text(data.get("note")),
+        }
+    )
+
+
 def gate_rows(data: object) -> list[Row]:
     """The rows of a ``gate`` list, skipping what is not a row."""
     if not isinstance(data, list):
@@ -241,6 +277,8 @@ class RunResult:
     #: Gate rows past ``ROWS_PER_NIGHT`` (not read), and how many of those failed.
     left_out: int = 0
     left_out_failing: int = 0
+    #: Every series' shared movement this night and its judgement (None: a gate of fewer than 8 series).
+    night_effect: NightEffect | None = None
 
     @cached_property
     def statuses(self) -> tuple[Status, ...]:
@@ -319,7 +357,7 @@ class RunResult:
         except (msgspec.ValidationError, msgspec.DecodeError):
             decoded = None
         if decoded is not None and not isinstance(decoded, str):
-            found = {name: getattr(decoded, name) for name in _RESULT_FIELDS}
+            found = {name: getattr(decoded, name) for name in (*_RESULT_FIELDS, "night_effect")}
             return cls._made(found, record, True, [r for r in decoded.gate or () if r.metric])
         try:
             value = json.loads(text)
@@ -347,6 +385,7 @@ class RunResult:
             has_result=has_result,
             left_out=len(rest),
             left_out_failing=sum(1 for entry in rest if _status(entry).failed),
+            night_effect=night_effect(data.get("night_effect")),
         )
 
 
@@ -361,6 +400,7 @@ class _ResultHead(msgspec.Struct):
     state: object = None
     scenario_id: object = None
     test_name: object = None
+    night_effect: object = None
     gate: list[WireRow] | None = None  # type: ignore[valid-type]  # made by defstruct
 
 
