@@ -344,3 +344,26 @@ def test_the_page_quotes_the_family_as_the_code_has_it() -> None:
     assert f"from {family.FAMILY_FROM} series with a history on" in page
     assert family.MIN_TAIL_SAMPLES == 20 and "p95: 400, p99: 2,000" in page
     assert settings.false_alarm_budget == 0.01 and "`false_alarm_budget` (0.01 unless set" in page
+
+
+def test_a_shared_night_effect_does_not_decide_the_scale() -> None:
+    """Gaussian noise, 80 % shared: the series' skewness is mostly the shared draws' (one number a night);
+    with their nights' effects known, the scale is judged from each series' own noise."""
+    rng = random.Random(13)
+    keys = _keys(20)
+    common = [math.exp(rng.gauss(0, 0.6)) - 1 for _ in range(60)]  # a skewed shared draw
+    histories = {k: [100 + 10 * (c + 0.4 * rng.gauss(0, 1)) for c in common] for k in keys}
+    shifts = {k: list(common) for k in keys}
+    assert set(choose_scales(histories).values()) == {LOG}  # the values alone are fooled ...
+    assert set(choose_scales(histories, shifts).values()) == {LINEAR}  # ... their own noise is not
+
+
+def test_a_log_scale_stays_while_the_evidence_lasts() -> None:
+    rng = random.Random(14)
+    keys = _keys(20)
+    # Mildly skewed: more than one standard error above 0, less than three.
+    histories = {
+        k: [100 * math.exp(rng.gauss(0, 0.04)) + 3 * rng.gauss(0, 1) for _ in range(60)] for k in keys
+    }
+    fresh, kept = choose_scales(histories), choose_scales(histories, previous=LOG)
+    assert set(fresh.values()) == {LINEAR} and set(kept.values()) == {LOG}

@@ -284,6 +284,8 @@ class FamilyNight:
     night_history: SeriesHistory | None = None
     scales: Mapping[SeriesKey, str] = field(default_factory=dict)
     budget: Budget | None = None
+    #: The scale the gate was judged on tonight (``LOG`` when any series was), kept for tomorrow.
+    scale: str | None = None
     budget_text: str | None = None
 
 
@@ -317,26 +319,57 @@ def _skewness(values: Sequence[float]) -> float | None:
     return skew
 
 
-def choose_scales(histories: Mapping[SeriesKey, Sequence[float]]) -> dict[SeriesKey, str]:
+def _own_noise(values: Sequence[float], shifts: Sequence[float | None]) -> list[float]:
+    """The values less what their nights' effects explain (least squares on the nights whose effect is
+    known): the series' own noise, which the other series do not share. Why: when the series share a
+    night effect their skewness is mostly the shared draws' (one number a night for all of them), so
+    pooling their values adds no evidence of the shape; pooling what each moved on its own does."""
+    points = [(f, v) for v, f in zip(values, shifts, strict=False) if f is not None]
+    if len(points) < _SKEW_FROM:
+        return list(values)
+    n = len(points)
+    mean_f = sum(f for f, _ in points) / n
+    mean_v = sum(v for _, v in points) / n
+    spread = sum((f - mean_f) ** 2 for f, _ in points)
+    if spread <= 0:
+        return [v for _, v in points]
+    slope = sum((f - mean_f) * (v - mean_v) for f, v in points) / spread
+    return [v - slope * (f - mean_f) for f, v in points]
+
+
+def choose_scales(
+    histories: Mapping[SeriesKey, Sequence[float]],
+    shifts: Mapping[SeriesKey, Sequence[float | None]] | None = None,
+    previous: str | None = None,
+) -> dict[SeriesKey, str]:
     """``LOG`` for every series whose values are all positive when the pooled skewness of those series
     says the noise is multiplicative (clearly positive, and their logarithms' closer to 0), else
     ``LINEAR``. Pooled by the number of values, from ``FAMILY_FROM`` such series on: one series' 60
     nights cannot tell the shape (a gate of one series stays on the metric's own scale, where a step
-    is measured, exactly as before), 41 series' can."""
+    is measured, exactly as before), 41 series' can. With the night effect of their nights known
+    (``shifts``), the skewness is each series' own noise's (``_own_noise``). ``previous``, the scale the
+    gate was judged on the night before: a log scale stays while the pooled skewness is still more
+    than one standard error above 0 (a scale that flips night to night would judge tonight against a
+    history measured on another scale)."""
     positive = {k: v for k, v in histories.items() if len(v) >= _SKEW_FROM and min(v) > 0}
     if len(positive) < FAMILY_FROM:
         return dict.fromkeys(histories, LINEAR)
     weight = linear = logged = 0.0
-    for values in positive.values():
-        plain, logs = _skewness(values), _skewness([math.log(v) for v in values])
+    for key, values in positive.items():
+        known = (shifts or {}).get(key) or ()
+        aligned = known if len(known) == len(values) else (None,) * len(values)
+        plain = _skewness(_own_noise(values, aligned))
+        logs = _skewness(_own_noise([math.log(v) for v in values], aligned))
         if plain is None or logs is None:
             continue
         weight += len(values)
         linear += len(values) * plain
         logged += len(values) * logs
-    multiplicative = (
-        weight > 0 and linear / weight > _SKEW_SE * math.sqrt(6 / weight) and abs(logged) < abs(linear)
-    )
+    if weight <= 0:
+        return dict.fromkeys(histories, LINEAR)
+    standard_error = math.sqrt(6 / weight)
+    needed = (1.0 if previous == LOG else _SKEW_SE) * standard_error
+    multiplicative = linear / weight > needed and abs(logged) < abs(linear)
     return {k: LOG if multiplicative and k in positive else LINEAR for k in histories}
 
 
@@ -410,7 +443,11 @@ def judge_family(
     night effect and the night effect's next history."""
     judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]] = {}
     histories = {s.key: history.get(s.key) for s in series}
-    scales = choose_scales({k: h.values for k, h in histories.items()})
+    scales = choose_scales(
+        {k: h.values for k, h in histories.items()},
+        {k: h.shifts for k, h in histories.items()},
+        history.scale,
+    )
     members: list[_Member] = []
     flat: list[tuple[SeriesNight, SeriesHistory]] = []  # a history whose values do not vary
     for night in series:
@@ -457,8 +494,9 @@ def judge_family(
         effect,
         night_history,
         {m.night.key: m.scale for m in members},
-        budget,
-        budget_text,
+        budget=budget,
+        budget_text=budget_text,
+        scale=LOG if LOG in scales.values() else LINEAR,
     )
 
 

@@ -240,6 +240,8 @@ class GateHistory:
     #: The night effect's own history (``family.py``): its value each night, in noise sd; None until a
     #: night of the gate had enough series to measure it.
     night: SeriesHistory | None = None
+    #: The scale the gate was last judged on (``family.LOG`` or ``family.LINEAR``; None: not yet).
+    scale: str | None = None
 
     def get(self, key: SeriesKey) -> SeriesHistory:
         """The series' history (empty when it has none yet); ``HistoryUnreadable`` when it did not parse."""
@@ -259,6 +261,8 @@ class GateHistory:
         }
         if self.night is not None:
             data["night"] = self.night.to_xcom()
+        if self.scale is not None:
+            data["scale"] = self.scale
         return data
 
     @classmethod
@@ -293,7 +297,8 @@ class GateHistory:
                 return cls(
                     error=f"the night effect's history in XCom ({HISTORY_XCOM_KEY}) does not parse: {exc}"
                 )
-        return cls(series, broken, night=night)
+        scale = data.get("scale")
+        return cls(series, broken, night=night, scale=scale if scale in ("log", "linear") else None)
 
 
 # --- accepting a change ---------------------------------------------------------------------------

@@ -401,7 +401,8 @@ def judge_gate(
         if after is not None:
             kept[one.key] = after
     night_history = family.night_history if family is not None else (history.night if history else None)
-    return rows, judging.GateHistory(kept, night=night_history), family
+    scale = family.scale if family is not None else (history.scale if history else None)
+    return rows, judging.GateHistory(kept, night=night_history, scale=scale), family
 
 
 def replay_gate(
@@ -469,7 +470,7 @@ def replay_gate_night(
         after = (
             history
             if load.load_untrusted(load_rows)
-            else load_history().GateHistory({**after.series, **kept}, night=after.night)
+            else replace(after, series={**after.series, **kept})
         )
     return Verdict(
         rows=tuple(rows),
