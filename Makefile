@@ -23,8 +23,8 @@ FLOOR_VENV := .venv-floor
 # The unit tests' own needs (the dev group minus the linters and the mutation tool), and wtforms, which
 # Airflow 3.1's UI needs to draw a provider's connection form (the FAB provider brings it in a real
 # deployment). aioresponses as it was then (0.7.8, for that day's aiohttp 3.12): the dev group's
-# aioresponses-ng, the same module for aiohttp 3.13+, did not exist yet.
-FLOOR_TEST_DEPS := pytest pytest-xdist pytest-timeout requests-mock aioresponses pypdf wtforms
+# aioresponses-ng, the same module for aiohttp 3.13+, did not exist yet. hypothesis for the view's property tests.
+FLOOR_TEST_DEPS := pytest pytest-xdist pytest-timeout requests-mock aioresponses hypothesis pypdf wtforms
 
 .PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo demo-ui bench browser chaos test-prod test-prod-slice mutation clean
 
