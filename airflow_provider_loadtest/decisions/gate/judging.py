@@ -277,15 +277,7 @@ def judge_history(
         return values.get(metric, Unreadable(f"the service gave no value of {metric}"))
 
     if spec.baseline == HISTORY:
-        series = [
-            SeriesSpec(
-                (transaction, metric),
-                value_of(metric),
-                spec.budgets.get(metric),
-                spec.max_regression_pct.get(metric),
-            )
-            for metric in spec.metric_ids
-        ]
+        series = spec_series(spec, values, transaction)
         rows, after, _ = judge_gate(series, history, spec.history, accepted=accepted)
         return rows, after
     rows = []
@@ -316,6 +308,22 @@ class SeriesSpec:
     budget: Budget | None = None
     bound: float | None = None
     samples: int | None = None
+
+
+def spec_series(
+    spec: GateSpec, values: Mapping[str, object], transaction: str | None = None
+) -> list[SeriesSpec]:
+    """The series a ``GateSpec`` gates tonight, for ``judge_gate`` (a value the service did not give
+    is ``Unreadable``: it fails as not measured)."""
+    return [
+        SeriesSpec(
+            (transaction, metric),
+            values.get(metric, Unreadable(f"the service gave no value of {metric}")),
+            spec.budgets.get(metric),
+            spec.max_regression_pct.get(metric),
+        )
+        for metric in spec.metric_ids
+    ]
 
 
 def load_family() -> Any:
@@ -467,11 +475,7 @@ def replay_gate_night(
     if loads:
         load_rows, kept = load.judge_loads(loads, history, settings)
         rows = [*load_rows, *rows]
-        after = (
-            history
-            if load.load_untrusted(load_rows)
-            else replace(after, series={**after.series, **kept})
-        )
+        after = history if load.load_untrusted(load_rows) else replace(after, series={**after.series, **kept})
     return Verdict(
         rows=tuple(rows),
         baseline_id=None,
@@ -560,16 +564,7 @@ def evaluate(
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
     family: FamilyNight | None = None
     if spec.baseline == HISTORY:
-        run_series = [
-            SeriesSpec(
-                (None, metric),
-                values.get(metric, Unreadable(f"the service gave no value of {metric}")),
-                spec.budgets.get(metric),
-                spec.max_regression_pct.get(metric),
-            )
-            for metric in spec.metric_ids
-            if metric not in load_ids
-        ]
+        run_series = [one for one in spec_series(spec, values) if one.key[1] not in load_ids]
         rows, next_history, family = judge_gate(
             [*run_series, *transaction_series], history, spec.history, accepted=accepted
         )
