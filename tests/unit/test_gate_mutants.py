@@ -9,11 +9,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from airflow_provider_loadtest.decisions.gate import GateRow, Verdict
 from airflow_provider_loadtest.decisions.gate.family import NightEffect
+from airflow_provider_loadtest.decisions.gate.history import (
+    NOISE,
+    PASS,
+    SUSPECTED,
+    Decision,
+    GateHistory,
+    HistorySettings,
+    HistoryUnreadable,
+    NightJudgement,
+    Quantiles,
+    SeriesHistory,
+    accepted_metrics,
+    admit,
+    decide,
+    judge_night,
+    t_quantile,
+    threshold_factor,
+)
+from airflow_provider_loadtest.decisions.gate.history import REGRESSION as REG
 from airflow_provider_loadtest.decisions.gate.rows import (
     BUDGET,
     NOT_MEASURED,
@@ -166,20 +186,6 @@ def test_numbers_are_written_whole_when_they_are_and_short_otherwise() -> None:
 
 # --- the history: what it keeps in XCom, and what a broken one says ------------------------------
 
-from airflow_provider_loadtest.decisions.gate.history import (  # noqa: E402
-    NOISE,
-    PASS,
-    SUSPECTED,
-    GateHistory,
-    HistorySettings,
-    HistoryUnreadable,
-    NightJudgement,
-    SeriesHistory,
-    accepted_metrics,
-    judge_night,
-    threshold_factor,
-)
-
 
 def test_a_series_history_with_night_effects_reads_back_as_written() -> None:
     full = SeriesHistory((1.0, 2.0), ((3.0, NOISE), (4.0, SUSPECTED)), (0.5, -0.25), (1.5, 2.5))
@@ -287,17 +293,18 @@ SD = math.sqrt(10 / 3)
 
 
 def _judge(value: float, history: SeriesHistory, **kw: object) -> tuple[NightJudgement, SeriesHistory]:
-    args: dict = {"worse_higher": True, "max_regression_pct": 1.0, "settings": SETTINGS, **kw}
+    args: dict[str, Any] = {"worse_higher": True, "max_regression_pct": 1.0, "settings": SETTINGS, **kw}
     return judge_night(value, history, **args)
 
 
 def test_a_night_within_the_noise_of_min_history_nights_is_judged_against_it() -> None:
     band = threshold_factor(2.5, 4) * SD
     judgement, after = _judge(101.0, SeriesHistory(NIGHTS))
-    assert judgement == NightJudgement(
-        NOISE, centre=100.0, noise=pytest.approx(SD), band_low=pytest.approx(100 - band),
-        band_high=pytest.approx(100 + band), history_n=4, baseline=100.0,
-    )  # fmt: skip
+    figures = (judgement.noise, judgement.band_low, judgement.band_high)
+    assert figures == pytest.approx((SD, 100 - band, 100 + band))
+    assert replace(judgement, noise=None, band_low=None, band_high=None) == NightJudgement(
+        NOISE, centre=100.0, history_n=4, baseline=100.0
+    )
     assert after == SeriesHistory(NIGHTS, ((101.0, NOISE),))
 
 
@@ -367,3 +374,127 @@ def test_a_short_history_is_judged_against_its_median_and_says_so() -> None:
 )
 def test_from_a_zero_median_any_worsening_is_a_regression(value: float, status: str) -> None:
     assert _judge(value, SeriesHistory((0.0, 0.0)), max_regression_pct=0.5)[0].status == status
+
+
+# --- the history's tests, at their edges (decide, on deviations in noise sd) ------------------------
+
+
+Q = Quantiles(2.5, 2.8, 1.6)
+
+
+def _decide(tonight: float, recent: list[tuple[float | None, str]], **kw: object) -> Decision:
+    """One series, noise 1, 20 nights of history, change in percent = deviation (bound 0.1 %)."""
+    args: dict[str, Any] = {
+        "noise": 1.0, "n": 20, "quantiles": Q, "persist_nights": 3, "change_pct": lambda mean: mean,
+        "max_regression_pct": 0.1, **kw,
+    }  # fmt: skip
+    return decide(tonight, recent, **args)
+
+
+def test_one_night_exactly_on_the_threshold_or_the_bound_passes() -> None:
+    on = threshold_factor(2.5, 20)
+    assert _decide(on, []).status == SUSPECTED
+    assert _decide(on * 1.001, []).status == REG
+    assert _decide(5.0, [], max_regression_pct=5.0).status == NOISE  # a change as small as the bound
+    assert _decide(5.0, [], max_regression_pct=4.99).status == REG
+    low = Quantiles(0.2, 2.8, 0.1)  # a one-night test below the persistence floor: no floor for one night
+    assert _decide(0.4, [], quantiles=low).status == REG
+
+
+def test_every_night_of_a_persisting_change_must_clear_the_floor() -> None:
+    tonight = 2.5  # short of one night's threshold, beyond a suspicion
+    assert tonight < threshold_factor(2.5, 20) and (0.5 + 3.0 + tonight) / 3 > threshold_factor(2.8, 20, 3)
+    assert _decide(tonight, [(0.5, NOISE), (3.0, NOISE)]).status == SUSPECTED  # 0.5 sd: on the floor
+    assert _decide(tonight, [(0.51, NOISE), (3.0, NOISE)]).status == REG
+    assert _decide(tonight, [(0.3, NOISE), (3.0, NOISE)]).status == SUSPECTED
+    two = Quantiles(2.5, 2.8, 1.6, windows=((2, 2.0),))  # two nights: the floor holds there too
+    assert _decide(2.6, [(0.3, NOISE)], quantiles=two).status == SUSPECTED
+    assert _decide(2.6, [(0.6, NOISE)], quantiles=two).status == REG
+
+
+def test_a_persistence_test_needs_all_its_nights() -> None:
+    assert _decide(2.6, [(3.0, NOISE)]).status == SUSPECTED  # one earlier night of the three
+    assert _decide(2.6, [(None, NOISE), (3.0, NOISE)]).status == SUSPECTED  # a night with no deviation
+    assert _decide(2.6, [(3.0, NOISE), (None, NOISE)]).status == SUSPECTED
+    assert _decide(2.6, [(3.0, NOISE)], persist_nights=1).status == SUSPECTED  # no persistence test
+    assert _decide(2.6, [(3.0, "regression_one_night"), (3.0, NOISE)]).status == SUSPECTED
+
+
+def test_each_window_takes_the_nights_that_end_tonight() -> None:
+    """Two nights and four (a gate of many series): the two-night test reads the night before."""
+    windows = Quantiles(2.5, 2.8, 1.6, windows=((2, 2.0), (4, 50.0)))
+    decision = _decide(2.6, [(0.1, NOISE), (0.1, NOISE), (3.0, NOISE)], quantiles=windows)
+    assert (decision.status, decision.over, decision.marked) == (
+        REG,
+        "the last 2 nights together",
+        frozenset({2}),
+    )
+    calm = _decide(2.6, [(3.0, NOISE), (0.1, NOISE), (0.1, NOISE)], quantiles=windows)
+    assert calm.status == SUSPECTED
+
+
+def test_a_night_that_fails_alone_and_with_the_nights_before_it_is_part_of_the_regression() -> None:
+    both = _decide(9.0, [(3.0, SUSPECTED), (3.0, SUSPECTED)])
+    assert (both.status, both.over, both.kept_as, both.marked) == (REG, "the last night", REG, frozenset())
+    alone = _decide(9.0, [(0.0, NOISE)])
+    assert (alone.status, alone.kept_as) == (REG, "regression_one_night")
+    persisted = _decide(2.6, [(3.0, SUSPECTED), (3.0, SUSPECTED)])
+    assert (persisted.over, persisted.kept_as, persisted.marked) == (
+        "the last 3 nights together",
+        REG,
+        frozenset({0, 1}),
+    )
+
+
+def test_a_confirmed_regression_keeps_failing_and_says_so() -> None:
+    value = 100 + (threshold_factor(1.6, 4) + threshold_factor(2.5, 4)) / 2 * SD  # a suspicion alone
+    history = SeriesHistory(NIGHTS, ((110.0, REG),))
+    judgement, after = _judge(value, history)
+    assert judgement.reason == (
+        "the last night, continuing the regression of the night before, worse than the history's centre 100 "
+        "by more than 1 % and than its noise explains"
+    )
+    assert after.recent == ((110.0, REG), (value, REG))
+
+
+def test_the_nights_of_a_persisting_change_never_join_the_history() -> None:
+    history = SeriesHistory(NIGHTS * 5, ((104.0, SUSPECTED), (104.0, SUSPECTED)))  # sd 1.62: 2.5 sd each
+    judgement, after = _judge(104.0, history)
+    assert judgement.status == REG and judgement.reason is not None
+    assert judgement.reason.startswith("the last 3 nights together worse")
+    assert after == SeriesHistory(NIGHTS * 5, ((104.0, REG), (104.0, REG)))
+
+
+def test_with_one_night_persistence_a_lone_failure_joins_the_history_at_once() -> None:
+    one = HistorySettings(persist_nights=1)
+    judgement, after = _judge(200.0, SeriesHistory(NIGHTS), settings=one)
+    assert judgement.status == REG
+    assert after == SeriesHistory((*NIGHTS, 200.0))  # an outlier of the noise: no later night to clear it
+    two = HistorySettings(persist_nights=2)
+    value = 104.2  # 2.6 sd of 20 nights: short of one night's 2.83, beyond two nights' 2.35
+    assert _judge(value, SeriesHistory(NIGHTS * 5, ((value, SUSPECTED),)), settings=two)[0].status == REG
+
+
+def test_the_night_effects_travel_with_their_nights_into_the_history() -> None:
+    history = SeriesHistory(
+        (1.0, 2.0, 3.0, 4.0, 5.0), ((6.0, NOISE), (7.0, NOISE)), (0.1, 0.2, 0.3, 0.4, 0.5), (0.6, 0.7)
+    )
+    after = admit(history, 8.0, Decision(NOISE), HistorySettings(window=5), shift=0.8)
+    assert after == SeriesHistory(
+        (2.0, 3.0, 4.0, 5.0, 6.0), ((7.0, NOISE), (8.0, NOISE)), (0.2, 0.3, 0.4, 0.5, 0.6), (0.7, 0.8)
+    )
+    quiet = SeriesHistory(
+        (1.0, 2.0, 3.0, 4.0, 5.0), ((6.0, NOISE), (7.0, NOISE)), (0.1, 0.2, 0.3, 0.4, 0.5), (None, None)
+    )
+    after = admit(quiet, 8.0, Decision(NOISE), HistorySettings(window=5))
+    assert after.shifts == (0.2, 0.3, 0.4, 0.5, None) and after.recent_shifts == (None, None)
+    none = SeriesHistory((1.0,), ((6.0, NOISE), (7.0, NOISE)), (None,), (None, None))
+    assert admit(none, 8.0, Decision(NOISE), HistorySettings()) == SeriesHistory(
+        (1.0, 6.0), ((7.0, NOISE), (8.0, NOISE))
+    )
+
+
+def test_a_two_night_history_is_widened_to_student_t_with_one_degree_of_freedom() -> None:
+    tail = 0.5 * math.erfc(2.5 / math.sqrt(2))
+    assert threshold_factor(2.5, 2) == pytest.approx(math.tan(math.pi * (0.5 - tail)) * math.sqrt(1.5))
+    assert t_quantile(2.5, 1) == pytest.approx(math.tan(math.pi * (0.5 - tail)))
