@@ -8,6 +8,7 @@ history's statistics and rules are pinned with numbers worked out beside each te
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -24,11 +25,13 @@ from airflow_provider_loadtest.decisions.gate.history import (
     HistorySettings,
     HistoryUnreadable,
     NightJudgement,
+    NoiseEstimate,
     Quantiles,
     SeriesHistory,
     accepted_metrics,
     admit,
     decide,
+    estimate,
     judge_night,
     t_quantile,
     threshold_factor,
@@ -498,3 +501,71 @@ def test_a_two_night_history_is_widened_to_student_t_with_one_degree_of_freedom(
     tail = 0.5 * math.erfc(2.5 / math.sqrt(2))
     assert threshold_factor(2.5, 2) == pytest.approx(math.tan(math.pi * (0.5 - tail)) * math.sqrt(1.5))
     assert t_quantile(2.5, 1) == pytest.approx(math.tan(math.pi * (0.5 - tail)))
+
+
+def test_student_t_quantiles_are_as_close_as_the_expansion_gets() -> None:
+    """At the 97.5 % point (z = 1.96): exact for 2 degrees of freedom, and the Cornish-Fisher
+    expansion's measured error against the exact quantiles (R's ``qt``) from 3 on."""
+    z = 1.959963984540054
+    assert t_quantile(z, 2) == pytest.approx(4.302652730, rel=1e-8)
+    exact = {3: 3.182446305, 5: 2.570581836, 7: 2.364624252, 30: 2.042272456}
+    within = {3: 1.5e-3, 5: 1.5e-4, 7: 3e-5, 30: 1e-7}
+    for dof, value in exact.items():
+        assert t_quantile(z, dof) == pytest.approx(value, rel=within[dof]), dof
+
+
+def test_the_noise_estimate_at_its_edges() -> None:
+    assert estimate((5.0,)) == NoiseEstimate(5.0, 0.0, 1)
+    assert estimate((1.0, 3.0)) == NoiseEstimate(2.0, math.sqrt(2), 2)
+    flat = estimate((100.0,) * 9 + (200.0,))  # no spread around the median: no fence either
+    assert (flat.centre, flat.n) == (110.0, 10) and flat.sd == pytest.approx(math.sqrt(1000.0))
+    edge = 4.5 * 1.4826  # a night exactly on the fence stays in
+    points = (-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, edge)
+    assert estimate(points).n == 12
+    assert estimate((*points[:-1], edge * 1.001)).n == 11
+
+
+@pytest.mark.parametrize(
+    ("settings", "why"),
+    [
+        ({"fail_z": 0}, "history setting fail_z=0 must be a positive number"),
+        ({"fail_z": 100}, "history setting fail_z=100 must be a positive number"),
+        ({"fail_z": True}, "history setting fail_z=True must be a positive number"),
+        ({"fail_z": "3"}, "history setting fail_z='3' must be a positive number"),
+        ({"false_alarm_budget": 0.5}, "history setting false_alarm_budget (0.5) must be a number from 0.0001 "
+         "to 0.2 (the share of clean nights the whole gate may fail: 0.01 is one night in 100)"),
+        ({"false_alarm_budget": "x"}, "history setting false_alarm_budget ('x') must be a number from"),
+        ({"window": 101}, "history setting window (101) must be 5 to 100 nights"),
+        ({"persist_nights": 6}, "history setting persist_nights (6) must be 1 to 5"),
+        ({"suspect_z": 2.6}, "history setting suspect_z must not exceed fail_z"),
+    ],
+)  # fmt: skip
+def test_history_settings_beyond_their_range_are_refused_by_name(settings: dict[str, Any], why: str) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(why)):
+        HistorySettings.parse(**settings)
+
+
+def test_history_settings_on_the_edges_of_their_range_are_taken() -> None:
+    edges = HistorySettings.parse(
+        fail_z=0.5, suspect_z=0.5, persist_z=99.5, false_alarm_budget=0.2, window=100, persist_nights=5
+    )
+    assert (edges.fail_z, edges.suspect_z, edges.window, edges.persist_nights) == (0.5, 0.5, 100, 5)
+    assert HistorySettings.parse(false_alarm_budget=0.0001).false_alarm_budget == 0.0001
+    assert HistorySettings.parse(window=5, min_history=5).min_history == 5
+
+
+def test_a_band_is_written_with_its_figures_as_the_log_shows_them() -> None:
+    odd = replace(USERLOAD, band_low=1234567.0000003, band_high=90.12345678)
+    half = replace(USERLOAD, metric="HALF", band_high=5.0)
+    table = Verdict((odd, half), None).table().splitlines()
+    assert table[1] == "USERLOAD  7      -       -         1234567 .. 90.1235  -       pass"
+    assert table[2] == "HALF      7      -       -         -                   -       pass"
+
+
+def test_a_suspicion_from_a_zero_centre_says_from_0() -> None:
+    value = (threshold_factor(1.6, 4) + threshold_factor(2.5, 4)) / 2 * SD
+    judgement, _ = _judge(value, SeriesHistory((-2.0, 2.0, -1.0, 1.0)))
+    assert judgement.note is not None
+    assert judgement.note.startswith(
+        "suspected: from 0 % worse than the history's centre 0, beyond the noise"
+    )
