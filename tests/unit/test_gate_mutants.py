@@ -411,7 +411,7 @@ def test_every_night_of_a_persisting_change_must_clear_the_floor() -> None:
     assert _decide(tonight, [(0.51, NOISE), (3.0, NOISE)]).status == REG
     assert _decide(tonight, [(0.3, NOISE), (3.0, NOISE)]).status == SUSPECTED
     two = Quantiles(2.5, 2.8, 1.6, windows=((2, 2.0),))  # two nights: the floor holds there too
-    assert _decide(2.6, [(0.3, NOISE)], quantiles=two).status == SUSPECTED
+    assert _decide(2.8, [(0.45, NOISE)], quantiles=two).status == SUSPECTED  # mean 1.63 > 1.59
     assert _decide(2.6, [(0.6, NOISE)], quantiles=two).status == REG
 
 
@@ -466,6 +466,8 @@ def test_the_nights_of_a_persisting_change_never_join_the_history() -> None:
     assert judgement.status == REG and judgement.reason is not None
     assert judgement.reason.startswith("the last 3 nights together worse")
     assert after == SeriesHistory(NIGHTS * 5, ((104.0, REG), (104.0, REG)))
+    ordinary = SeriesHistory(NIGHTS * 5, ((100.5, NOISE), (100.5, NOISE)))  # 0.3 sd: below the floor
+    assert _judge(104.0, ordinary)[0].status == SUSPECTED
 
 
 def test_with_one_night_persistence_a_lone_failure_joins_the_history_at_once() -> None:
