@@ -217,6 +217,7 @@ MUTATION_TESTS ?= \
 	tests/unit/test_retry_policy.py \
 	tests/unit/test_gate.py tests/unit/test_gate_history.py tests/unit/test_gate_modules.py \
 	tests/unit/test_gate_wiring.py tests/unit/test_transactions.py tests/unit/test_transaction_gate_wiring.py \
+	tests/unit/test_gate_mutants.py tests/unit/test_gate_family.py tests/unit/test_gate_load.py \
 	tests/unit/test_gate_tuning.py::test_a_confirmed_regression_keeps_failing_on_nights_the_other_tests_would_pass
 MUTATION_DIR := build/mutation
 MUTATION_WORKERS ?= 2
