@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_provider_loadtest.decisions.gate.history import (
@@ -319,6 +319,19 @@ def _skewness(values: Sequence[float]) -> float | None:
     return skew
 
 
+def _least_squares(points: Sequence[tuple[float, float]]) -> tuple[float, float, float, float] | None:
+    """Least squares of value on night effect over ``(night effect, value)`` points: intercept, slope,
+    the mean night effect and the night effects' sum of squared deviations; None when they do not vary."""
+    n = len(points)
+    mean_f = sum(f for f, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((f - mean_f) ** 2 for f, _ in points)
+    if spread <= 0:
+        return None
+    slope = sum((f - mean_f) * (y - mean_y) for f, y in points) / spread
+    return mean_y - slope * mean_f, slope, mean_f, spread
+
+
 def _own_noise(values: Sequence[float], shifts: Sequence[float | None]) -> list[float]:
     """The values less what their nights' effects explain (least squares on the nights whose effect is
     known): the series' own noise, which the other series do not share. Why: when the series share a
@@ -327,13 +340,10 @@ def _own_noise(values: Sequence[float], shifts: Sequence[float | None]) -> list[
     points = [(f, v) for v, f in zip(values, shifts, strict=False) if f is not None]
     if len(points) < _SKEW_FROM:
         return list(values)
-    n = len(points)
-    mean_f = sum(f for f, _ in points) / n
-    mean_v = sum(v for _, v in points) / n
-    spread = sum((f - mean_f) ** 2 for f, _ in points)
-    if spread <= 0:
+    line = _least_squares(points)
+    if line is None:
         return [v for _, v in points]
-    slope = sum((f - mean_f) * (v - mean_v) for f, v in points) / spread
+    _, slope, mean_f, _ = line
     return [v - slope * (f - mean_f) for f, v in points]
 
 
@@ -468,7 +478,7 @@ def judge_family(
             flat.append((night, own))
             continue
         member = _Member(night, own, scale, fit.centre, fit.sd, fit.n, 0.0)
-        members.append(_replace_z(member, member.z_of(night.value)))
+        members.append(replace(member, z=member.z_of(night.value)))
 
     shift = _trimmed_mean([m.z for m in members]) if len(members) >= FAMILY_FROM else None
     budget = Budget.split(settings, len(members) + len(flat), shift is not None)
@@ -500,10 +510,6 @@ def judge_family(
     )
 
 
-def _replace_z(member: _Member, z: float) -> _Member:
-    return _Member(member.night, member.history, member.scale, member.centre, member.sd, member.n, z)
-
-
 @dataclass(frozen=True)
 class _Line:
     """A series' values against the night effect of their nights (least squares, within the robust
@@ -530,17 +536,7 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
     its residuals (``history.FENCE``, from ``FENCE_FROM`` nights: an outlier night moves neither the
     line nor its noise); None when the night effects do not vary or too few nights are left."""
 
-    def fit(kept: Sequence[tuple[float, float]]) -> tuple[float, float, float, float] | None:
-        n = len(kept)
-        mean_f = sum(f for f, _ in kept) / n
-        mean_y = sum(y for _, y in kept) / n
-        spread = sum((f - mean_f) ** 2 for f, _ in kept)
-        if spread <= 0:
-            return None
-        slope = sum((f - mean_f) * (y - mean_y) for f, y in kept) / spread
-        return mean_y - slope * mean_f, slope, mean_f, spread
-
-    first = fit(points)
+    first = _least_squares(points)
     if first is None:
         return None
     kept = list(points)
@@ -550,7 +546,7 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
         mad = sorted(abs(r - centre) for r in residuals)[len(residuals) // 2] * 1.4826
         if mad > 0:
             kept = [p for p, r in zip(points, residuals, strict=True) if abs(r - centre) <= FENCE * mad]
-    line = fit(kept) if len(kept) >= 4 else None
+    line = _least_squares(kept) if len(kept) >= 4 else None
     if line is None:
         return None
     intercept, slope, mean_f, spread = line
