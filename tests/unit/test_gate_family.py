@@ -367,3 +367,34 @@ def test_a_log_scale_stays_while_the_evidence_lasts() -> None:
     }
     fresh, kept = choose_scales(histories), choose_scales(histories, previous=LOG)
     assert set(fresh.values()) == {LINEAR} and set(kept.values()) == {LOG}
+
+
+def test_the_operator_path_keeps_the_scale_and_the_night_effect_for_tomorrow() -> None:
+    """``evaluate`` merges the load's series into the family's history: the night effect's history
+    and the scale the gate was judged on must survive the merge (tomorrow's hysteresis reads it)."""
+    from airflow_provider_loadtest.decisions.gate import GateSpec, evaluate
+
+    rng = random.Random(15)
+    keys = [(None, f"RESPONSE_TIME_PERCENTILE_{p}") for p in (80, 90, 95, 99)]
+    keys += [
+        (None, m) for m in ("RESPONSE_TIME_AVG", "RESPONSE_TIME_MEDIAN", "LATENCY_AVG", "CONNECT_TIME_AVG")
+    ]
+    skewed = {k: [math.exp(rng.gauss(0, 0.3)) * 100 for _ in range(60)] for k in keys}
+    history = replay_gate(
+        [{k: v[i] for k, v in skewed.items()} for i in range(60)], max_regression_pct=3
+    ).pop()
+    assert history.history is not None and history.history.scale == LOG and history.history.night
+    spec = GateSpec.parse(None, {m: 3 for _, m in keys}, "history")
+    from airflow_provider_loadtest.decisions.watch import Log
+
+    steps = evaluate(spec, "br-1", known_metrics={}, baseline=None, history=history.history)
+    answers = iter([[100.0] * len(keys), [500.0, 50.0]])  # the gated metrics, then USERLOAD and HITS_RATE
+    request = steps.send(None)
+    try:
+        while True:
+            request = steps.send(None if isinstance(request, Log) else next(answers))
+    except StopIteration as done:
+        verdict = done.value
+    assert any(row.metric == "USERLOAD" for row in verdict.rows)
+    assert verdict.history is not None
+    assert verdict.history.scale == LOG and verdict.history.night is not None

@@ -583,8 +583,8 @@ def evaluate(
         *transaction_rows,
     ]
     if next_history is not None and (transaction_history or load_kept):
-        next_history = load_history().GateHistory(
-            {**next_history.series, **(transaction_history or {}), **load_kept}, night=next_history.night
+        next_history = replace(
+            next_history, series={**next_history.series, **(transaction_history or {}), **load_kept}
         )
     untrusted = load_rules().load_untrusted(load_rows)
     if untrusted and spec.baseline == HISTORY and history is not None:
