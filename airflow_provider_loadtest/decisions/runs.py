@@ -84,6 +84,9 @@ class StartedRun:
     started_at: float  # epoch seconds, when the service accepted the start
     #: The metrics of the run's own report that the quality gate reuses, by metric id (see gate.py).
     summary_metrics: dict[str, dict[str, Any]] | None = None
+    #: When the service created the run's report, epoch seconds (its answer's ``created``; None when
+    #: it gave none): the gate orders its nights by the service's own time (``decisions.gate.nights``).
+    created_at: float | None = None
 
     @classmethod
     def from_report(
@@ -116,13 +119,15 @@ class StartedRun:
             test_name=test_name if test_name else report.name,
             report_url=url,
             started_at=started_at,
+            created_at=report.created / 1000 if report.created and report.created > 0 else None,
         )
 
     def to_xcom(self) -> dict[str, Any]:
         """A plain dict: XCom stores JSON, and downstream templates read keys like ``report_id``."""
         record = asdict(self)
-        if record["summary_metrics"] is None:  # only a gated run carries it
-            del record["summary_metrics"]
+        for optional in ("summary_metrics", "created_at"):  # only some runs carry them
+            if record[optional] is None:
+                del record[optional]
         return record
 
     @classmethod

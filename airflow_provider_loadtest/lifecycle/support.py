@@ -10,13 +10,9 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from airflow_provider_loadtest.decisions.stops import StopCause
-
-if TYPE_CHECKING:
-    from airflow_provider_loadtest.decisions.gate import Verdict
-
 
 R = TypeVar("R")
 
@@ -168,15 +164,6 @@ def dag_run_conf(context: Any) -> Mapping[str, Any]:
     if isinstance(params, Mapping) and ACCEPT_CHANGE in params:
         return {ACCEPT_CHANGE: params[ACCEPT_CHANGE]}
     return conf
-
-
-def push_history(ti: Any, verdict: Verdict) -> None:
-    """Leave the next night's history (``baseline="history"``) in XCom beside the verdict."""
-    if verdict.history is None:
-        return
-    from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY
-
-    ti.xcom_push(key=HISTORY_XCOM_KEY, value=verdict.history.to_xcom())
 
 
 #: Why a templated mapping arrives as text, and the two ways out.

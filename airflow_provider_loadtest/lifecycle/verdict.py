@@ -17,7 +17,6 @@ from airflow_provider_loadtest.lifecycle.support import (
     context_get,
     dag_run_conf,
     history_settings_of,
-    push_history,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_loadtest.decisions.gate import Baseline, GateSpec, Verdict
     from airflow_provider_loadtest.decisions.gate.history import GateHistory
+    from airflow_provider_loadtest.decisions.gate.nights import Memory
     from airflow_provider_loadtest.decisions.runs import StartedRun
     from airflow_provider_loadtest.decisions.watch import RunOutcome
     from airflow_provider_loadtest.lifecycle.explaining import Explanation
@@ -71,7 +71,7 @@ class Judging(LifecycleBase):
 
                 baseline = Baseline(run.bench_result_id, verdict.metrics, transactions=verdict.transactions)
                 ti.xcom_push(key=BASELINE_XCOM_KEY, value=baseline.to_xcom())
-                push_history(ti, verdict)
+                self._record_night(context, ti, run, verdict)
             self.log.info("%s in %.0f s", outcome.message, outcome.duration_s)
             return result
         from airflow_provider_loadtest.compat import AirflowException, AirflowFailException
@@ -85,7 +85,7 @@ class Judging(LifecycleBase):
             # judged against, and count it towards a change that persists); a run that did not finish
             # leaves the history as it was.
             if ti is not None:
-                push_history(ti, verdict)
+                self._record_night(context, ti, run, verdict)
             raise AirflowFailException(f"{verdict.message()}.{report}{_why_text(why)}")
         final = verdict_is_final(
             reason=outcome.reason,
@@ -175,14 +175,17 @@ class Judging(LifecycleBase):
 
         baseline, note = self._gate_baseline(context, spec.baseline, run)
         history, accepted = None, frozenset[str]()
+        self._night_memory: Memory | None = None
+        self._night_accepted = frozenset[str]()
         if spec.baseline == HISTORY:
-            history = self._gate_history(context)
+            history = self._gate_history(context, run)
             try:
                 accepted = self._gate_accepted(context, spec)
             except ValueError as exc:
                 from airflow_provider_loadtest.compat import AirflowFailException
 
                 raise AirflowFailException(str(exc)) from exc
+            self._night_accepted = accepted
             bounded = {*spec.max_regression_pct, *transactions.bounded_metric_ids}
             moved = sorted(accepted & bounded)  # a budget has no normal to move
             if moved:
@@ -228,24 +231,56 @@ class Judging(LifecycleBase):
             self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
             return None
 
-    def _gate_history(self, context: Context) -> GateHistory | None:
-        """The history the latest earlier DAG run of this task left in XCom (``baseline="history"``),
-        read through Airflow like the ``"previous"`` baseline. Its own earlier tries' XComs are cleared
-        by Airflow when a try starts, so a retry judges against the same history as the first try.
-        ``None`` (no task instance to read with) fails every bounded metric as not measured."""
-        from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY, GateHistory
+    def _gate_history(self, context: Context, run: StartedRun | None = None) -> GateHistory | None:
+        """Tonight's history (``baseline="history"``), derived from the nights this task recorded
+        (``lifecycle.night_records``): one night per bench result of ``run``'s scenario, in the order
+        the runs happened, whatever order or kind of DAG run Airflow made. Without ``run`` (before the
+        start), every recorded night of the task. Its own earlier tries' XComs are cleared by Airflow
+        when a try starts, so a retry judges against the same nights as the first try. ``None`` (no
+        task instance to read with) fails every bounded metric as not measured."""
+        from airflow_provider_loadtest.lifecycle.night_records import ran_at_of, recall_history
 
         ti = context_get(context, "ti")
         if ti is None:
             return None
-        return GateHistory.from_xcom(
-            ti.xcom_pull(
-                task_ids=self.task_id,
-                key=HISTORY_XCOM_KEY,
-                include_prior_dates=True,
-                map_indexes=getattr(ti, "map_index", -1),
-            )
+        spec = self._gate_spec()
+        from airflow_provider_loadtest.decisions.gate.history import HistorySettings
+
+        recalled = recall_history(
+            ti,
+            self.task_id,
+            spec.history or HistorySettings(),
+            scenario_id=run.scenario_id if run is not None else None,
+            bench_result_id=run.bench_result_id if run is not None else None,
+            ran_at=ran_at_of(run) if run is not None else None,
         )
+        if run is not None:
+            self._night_memory = recalled.memory
+            before = recalled.memory.before
+            self.log.info(
+                "The history of scenario %s: %d earlier night(s) recorded%s",
+                run.scenario_id,
+                len(before),
+                f", the last of run {before[-1].bench_result_id} ({before[-1].when})" if before else "",
+            )
+        for line in recalled.notes:
+            self.log.warning("%s", line)
+        return recalled.history
+
+    def _record_night(self, context: Context, ti: Any, run: StartedRun, verdict: Verdict) -> None:
+        """Record tonight's night once, with its identity, beside the history it ended with."""
+        if verdict.history is None:
+            return
+        from airflow_provider_loadtest.lifecycle.night_records import context_ids, night_record, push_night
+
+        record = night_record(
+            run,
+            verdict,
+            accepted=getattr(self, "_night_accepted", frozenset()),
+            memory=getattr(self, "_night_memory", None),
+            context_ids=context_ids(context, ti),
+        )
+        push_night(ti, record, verdict)
 
     def _gate_baseline(
         self, context: Context, wanted: str | None, run: StartedRun

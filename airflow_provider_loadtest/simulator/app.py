@@ -559,6 +559,7 @@ def _report_document(report: Report) -> dict[str, Any]:
             "name": report.name,
             "description": report.description,
             "benchResultIds": [report.run_id],
+            "created": report.created,
             "configs": report.configs,
             "items": report.items,
         }

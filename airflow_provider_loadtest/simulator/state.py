@@ -200,6 +200,8 @@ class Report:
     configs: list[dict[str, Any]]
     items: list[dict[str, Any]]
     template_id: str | None
+    #: Epoch milliseconds, as the service's BenchReport gives it (wall clock, whatever the run's clock).
+    created: int = 0
 
 
 @dataclass
@@ -395,6 +397,7 @@ class SimulatorState:
                 configs=_with_run_id(template.get("configs", []) if template else [], run_id),
                 items=_with_run_id(template.get("items", []), run_id) if template else _default_items(run_id),
                 template_id=template_id,
+                created=int(time.time() * 1000),
             )
             self.runs[run_id] = run
             self.reports[report_id] = report

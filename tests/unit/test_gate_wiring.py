@@ -83,9 +83,10 @@ def test_an_ordinary_night_is_noise_and_its_history_is_pushed_for_the_next_night
     context = _context_with(SEASON.to_xcom())
     result = _op(**GATED).execute(context)  # type: ignore[arg-type]
 
-    context["ti"].xcom_pull.assert_called_once_with(
-        task_ids="run", key=HISTORY_XCOM_KEY, include_prior_dates=True, map_indexes=-1
-    )  # the earlier DAG runs' history, as "previous" reads its baseline; no baseline run is read
+    assert context["ti"].xcom_pull.call_args_list == [
+        mock.call(task_ids="run", key=NIGHT_XCOM_KEY, include_prior_dates=True),
+        mock.call(task_ids="run", key=HISTORY_XCOM_KEY, include_prior_dates=True, map_indexes=-1),
+    ]  # the recorded nights (none yet), then the history an earlier release left; no baseline run is read
     row = GateRow.from_xcom(result["gate"][0])
     assert (row.metric, row.passed, row.status) == (P95, True, "noise")
     centre = SEASON.series[(None, P95)]

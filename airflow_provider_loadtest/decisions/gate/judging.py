@@ -563,15 +563,13 @@ def evaluate(
         missing = [m for m, v in base_values.items() if v is None]
         base_values.update((yield from measure(baseline.bench_result_id, missing, known_metrics)))
     family: FamilyNight | None = None
+    judged: tuple[SeriesSpec, ...] = ()
     if spec.baseline == HISTORY:
-        run_series = [one for one in spec_series(spec, values) if one.key[1] not in load_ids]
-        rows, next_history, family = judge_gate(
-            [*run_series, *transaction_series], history, spec.history, accepted=accepted
-        )
+        judged = (*_run_series(spec, values, load_ids), *transaction_series)
+        rows, next_history, family = judge_gate(judged, history, spec.history, accepted=accepted)
     else:
-        rows, _ = judge_history(spec, values, base_values)
-        rows = [row for row in rows if row.metric not in load_ids]
-        next_history = None
+        unbounded, next_history = judge_history(spec, values, base_values)[0], None
+        rows = [row for row in unbounded if row.metric not in load_ids]
     load_rows, load_kept = _judge_load(spec, load_ids, load_values, history, min_userload, accepted)
     caveats = _all_caveats(caveats, load_values, duration_s)
     run_rows = len(rows) - len(transaction_series)  # judge_gate keeps the order given: the run's first
@@ -597,6 +595,8 @@ def evaluate(
         history=next_history,
         night=family.night if family is not None else None,
         budget_text=family.budget_text if family is not None else None,
+        judged=judged,
+        judged_loads=tuple(_load_series(spec, load_ids, load_values, min_userload)) if judged else (),
     )
     if spec.baseline == HISTORY:
         heading = f"Quality gate of run {bench_result_id} against the history of the last passing runs:"
@@ -622,6 +622,11 @@ def evaluate(
     after = f"\n{transactions_log}" if transactions_log else ""
     yield Log(f"{heading}\n{verdict.table()}{notes}{after}")
     return verdict
+
+
+def _run_series(spec: GateSpec, values: Mapping[str, object], load_ids: tuple[str, ...]) -> list[SeriesSpec]:
+    """The run's series judged by the family (its load metrics are judged by the load rule)."""
+    return [one for one in spec_series(spec, values) if one.key[1] not in load_ids]
 
 
 def _all_caveats(
@@ -690,7 +695,20 @@ def _judge_load(
     if not load_ids:
         return [], {}
     load = load_rules()
-    loads = [
+    loads = _load_series(spec, load_ids, values, min_userload)
+    settings = spec.history or load_history().HistorySettings()
+    judged = history if spec.baseline == HISTORY else None
+    if spec.baseline == HISTORY and judged is None:
+        judged = load_history().GateHistory(error="no gate history was read for baseline='history'")
+    return load.judge_loads(loads, judged, settings, accepted=accepted)  # type: ignore[no-any-return]
+
+
+def _load_series(
+    spec: GateSpec, load_ids: tuple[str, ...], values: Mapping[str, object], min_userload: float | None
+) -> list[Any]:
+    """The run's load metrics as the load rule judges them (``load.LoadSeries``)."""
+    load = load_rules()
+    return [
         load.LoadSeries(
             metric,
             values.get(metric, Unreadable(f"the service gave no value of {metric}")),
@@ -699,11 +717,6 @@ def _judge_load(
         )
         for metric in load_ids
     ]
-    settings = spec.history or load_history().HistorySettings()
-    judged = history if spec.baseline == HISTORY else None
-    if spec.baseline == HISTORY and judged is None:
-        judged = load_history().GateHistory(error="no gate history was read for baseline='history'")
-    return load.judge_loads(loads, judged, settings, accepted=accepted)  # type: ignore[no-any-return]
 
 
 def _previous_cost(spec: GateSpec, verdict: Verdict) -> list[str]:

@@ -7,7 +7,7 @@ from ``decisions.gate``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_loadtest.decisions.gate.rows import (
     BUDGET,
@@ -34,6 +34,10 @@ class Verdict:
     history: GateHistory | None = None
     night: NightEffect | None = None
     budget_text: str | None = None
+    #: Under ``baseline="history"``, what was judged (``judging.SeriesSpec``s, every series of the night)
+    #: and the applied load (``load.LoadSeries``): the night's record keeps them (``nights.py``).
+    judged: tuple[Any, ...] = ()
+    judged_loads: tuple[Any, ...] = ()
 
     @property
     def passed(self) -> bool:
