@@ -15,6 +15,7 @@ from airflow.sdk import Asset
 
 from airflow_provider_loadtest.compat import AirflowException, AirflowFailException, TaskDeferred
 from airflow_provider_loadtest.decisions.gate import BASELINE_XCOM_KEY, GateRow, GateSpec, judge_history
+from airflow_provider_loadtest.decisions.gate.nights import NIGHT_XCOM_KEY
 from airflow_provider_loadtest.decisions.history import (
     ACCEPT_CHANGE,
     HISTORY_XCOM_KEY,
