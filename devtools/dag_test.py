@@ -1,7 +1,8 @@
 """``airflow dags test``, plus a JSON summary of the run read from what ``dag.test()`` returns.
 
 Run as a script in the Airflow home's environment by ``local_airflow.AirflowHome.dags_test``:
-``python devtools/dag_test.py DAG_ID SUMMARY_JSON [LOGICAL_DATE] [--conf JSON]``. It does what the CLI
+``python devtools/dag_test.py DAG_ID SUMMARY_JSON [LOGICAL_DATE|none] [--conf JSON]`` (``none``: a run
+without a logical date). It does what the CLI
 command does (find the DAG in the DAGs folder, ``dag.test()`` with the DAG-run conf, exit 1 when the run
 failed) and then writes the run's
 state and, per task, its state, try number, end date and XComs through the DagRun and TaskInstance objects
@@ -20,6 +21,10 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+
+#: LOGICAL_DATE for a DAG run without one (``airflow dags trigger``, the REST API with
+#: ``logical_date: null``, ``TriggerDagRunOperator``, an asset-scheduled run).
+NO_LOGICAL_DATE = "none"
 
 
 def summarise(dag_id: str, dag_run: Any) -> dict[str, Any]:
@@ -56,7 +61,9 @@ def main(
         print(f"DAG {dag_id!r} not found or failed to parse", file=sys.stderr)
         return 2
     kwargs: dict[str, Any] = {"run_conf": conf}
-    if logical_date is not None:
+    if logical_date == NO_LOGICAL_DATE:
+        kwargs["logical_date"] = None  # as a manual trigger, the REST API or an asset makes it
+    elif logical_date is not None:
         import pendulum
 
         kwargs["logical_date"] = pendulum.parse(logical_date)

@@ -51,7 +51,7 @@ with DAG(
         scenario_id=SCENARIO_ID,
         template_id=wait_for_template.output,  # the id the sensor found
         workspace_id=WORKSPACE_ID,  # lets the task build the "Load test report" link
-        test_name="nightly {{ ds }}",  # how the run is named in the service's result list
+        test_name="nightly {{ dag_run.run_after | ds }}",  # how the run is named in the service's result list
         # The task fails when any threshold alarm of the run is CRITICAL: a slow night gets noticed.
         fail_on_alarm_severity="CRITICAL",
         # Past two hours something is wrong: the run is stopped (no runaway bill) and the task fails.

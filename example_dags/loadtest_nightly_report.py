@@ -26,8 +26,11 @@ WORKSPACE_ID = "{{ var.value.get('loadtest_workspace_id', 'demo-workspace') }}"
 # This DAG's own Variable: pointing another example DAG at another scenario leaves this one alone.
 SCENARIO_ID = "{{ var.value.get('loadtest_nightly_report_scenario_id', 'demo-scenario') }}"
 TEMPLATE_NAME = "{{ var.value.get('loadtest_template_name', 'Nightly SLA report') }}"
-# One folder per night ({{ ds }} is the run's logical date), so nights never overwrite each other.
-NIGHT_FOLDER = "{{ var.value.get('loadtest_report_root', '/tmp/loadtest-reports') }}/{{ ds }}"
+# One folder per DAG run (run_after is when it was due: set for every kind of run, manual ones
+# included, where {{ ds }} is undefined without a logical date), so runs never overwrite each other.
+NIGHT_FOLDER = (
+    "{{ var.value.get('loadtest_report_root', '/tmp/loadtest-reports') }}/{{ dag_run.run_after | ts_nodash }}"
+)
 
 with DAG(
     dag_id="loadtest_nightly_report",
@@ -44,7 +47,7 @@ with DAG(
         scenario_id=SCENARIO_ID,
         workspace_id=WORKSPACE_ID,  # where the template is looked up, and the report link's workspace
         template_name=TEMPLATE_NAME,  # exact match first, then ignoring case; none or two fail early
-        test_name="nightly {{ ds }}",
+        test_name="nightly {{ dag_run.run_after | ds }}",
         fail_on_alarm_severity="CRITICAL",  # a CRITICAL threshold alarm fails the night
         timeout=timedelta(hours=2),  # past it the run is stopped (no runaway bill) and the task fails
         # Saved before the task's verdict, so the JUnit XML exists for a failed night too.

@@ -68,7 +68,7 @@ with DAG(
         scenario_id=SCENARIO_ID,
         template_name=TEMPLATE_NAME,
         workspace_id=WORKSPACE_ID,
-        test_name="release gate {{ ds }}",
+        test_name="release gate {{ dag_run.run_after | ds }}",
         # Metric ids of the service's API (section 2.5). Each condition is an operator and a number;
         # a typo in a metric id fails when the DAG is parsed, naming the closest ids.
         metric_budgets={

@@ -66,7 +66,7 @@ with DAG(
         scenario_id=SCENARIO_ID,
         template_name=TEMPLATE_NAME,
         workspace_id=WORKSPACE_ID,
-        test_name="transaction gate {{ ds }}",
+        test_name="transaction gate {{ dag_run.run_after | ds }}",
         # The whole run (the service's figures, metric ids of its API, section 2.5).
         metric_budgets={"RESPONSE_TIME_PERCENTILE_95": "<= 1500", "ERRORS_PERCENT": "< 1"},
         # Per transaction: JTL labels, or patterns (fnmatch, case-sensitive like JMeter's labels). An

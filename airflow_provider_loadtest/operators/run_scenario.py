@@ -70,7 +70,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     :param workspace_id: the scenario's workspace; needed with ``template_name``. For the report link
         it is looked up when not given (the scenario's project, then that project's workspace, once
         per run); giving it skips those two calls.
-    :param test_name: a name for this run in the service (e.g. ``"nightly {{ ds }}"``).
+    :param test_name: a name for this run in the service (e.g. ``"nightly {{ dag_run.run_after | ds }}"``).
     :param properties: key/value properties passed to the run (newer servers).
     :param subscription_id: the subscription that pays for the run, for accounts with several
         (sent as the query parameter ``subscriptionId``).
@@ -94,7 +94,7 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     without retries rather than risk a second load test. Clearing the task starts a new run. Without
     Airflow 3.3's task state store, every failure after the start is final.
     :param junit_destination: save the run's JUnit XML here once it ended (absolute path, ``file://``
-        or object-store URL such as ``s3://bucket/{{ ds }}/junit.xml``, or an ``ObjectStoragePath``),
+        or object-store URL such as ``s3://bucket/{{ dag_run.run_after | ds }}/junit.xml``, or an ``ObjectStoragePath``),
         for downstream tasks and CI-style tools.
     :param report_pdf_destination: save the report as a PDF here once the run ended (same kinds of
         destination); see ``DownloadReportOperator`` for doing it as a separate task.

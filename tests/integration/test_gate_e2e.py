@@ -7,12 +7,17 @@ day before). Then, with a scenario whose runs vary by a few percent:
 
 1. an ordinary night is judged noise against that history and passes, and its asset event carries the
    history's centre and noise band;
-2. the system under test gets 25 % slower (the Variable points at a second scenario, the same profile
-   25 % slower): a regression, failed without a retry, waiting in the triggerer this time; the night is
+2. the system under test gets 25 % slower (the simulator's scenario is 25 % slower from its second run
+   on): a regression, failed without a retry, waiting in the triggerer this time; the night is
    remembered in the history but does not join the values judged against;
-3. a person triggers the next night with ``{"loadtest_accept_change": true}``: it passes, and the
-   history restarts from it;
-4. the night after is judged against the restarted history (too short yet: the bound alone) and passes.
+3. a person triggers the next night with ``{"loadtest_accept_change": true}``, from a DAG run without a
+   logical date (``airflow dags trigger --conf``, the REST API: dated by when it was triggered, after
+   every logical date below): it passes, and the history restarts from it (issue 33: on PostgreSQL the
+   chain of histories it replaces froze on that run, on SQLite it lost the acceptance);
+4. the night after (whose logical date lies before the manual run's date) is judged against the
+   restarted history (too short yet: the bound alone) and passes; run again (a clear), it is counted
+   once;
+5. the shipped nightly example runs without a logical date (its templates rendered ``{{ ds }}``).
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_loadtest.decisions.gate.nights import NIGHT_XCOM_KEY, NightRecord
 from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY, GateHistory
 from airflow_provider_loadtest.simulator import run_simulator
 from airflow_provider_loadtest.simulator.seed import load_seed
+from devtools.dag_test import NO_LOGICAL_DATE
 from devtools.demo import GATE_BOUNDS, earlier_season
 from devtools.local_airflow import AirflowHome, DagRunResult, connection_env
 
@@ -37,20 +44,22 @@ DAG_ID = "loadtest_release_gate"
 TASK_ID = "run_load_test"
 P95 = "RESPONSE_TIME_PERCENTILE_95"
 AVG = "RESPONSE_TIME_AVG"
+SCENARIO = "release-1"
 
 
 def _seed() -> dict[str, Any]:
-    """The default seed, plus two releases of the system under test: the second 25 % slower."""
+    """The default seed, plus the system under test: from its second run on, 25 % slower (a release
+    that slowed every response). The same scenario throughout: the gate remembers per scenario."""
     seed = load_seed().model_dump(mode="json", by_alias=True)
-    for scenario_id, average in (("release-1", 360), ("release-2", 450)):  # p95: 1.95 x the average
-        seed["scenarios"].append(
-            {
-                "id": scenario_id,
-                "projectId": "demo-project",
-                "name": scenario_id,
-                "metrics": {"avgResponseTimeMs": average, "noisePct": 3},
-            }
-        )
+    seed["scenarios"].append(
+        {
+            "id": SCENARIO,
+            "projectId": "demo-project",
+            "name": SCENARIO,
+            "metrics": {"avgResponseTimeMs": 360, "noisePct": 3},  # p95: 1.95 x the average
+            "busyRuns": {str(run): 0.25 for run in range(2, 7)},
+        }
+    )
     return seed
 
 
@@ -80,13 +89,12 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
     seed = _seed()
     home = AirflowHome(tmp_path / "home", [ROOT / "example_dags"])
     season = home.leave_xcom(
-        DAG_ID, TASK_ID, HISTORY_XCOM_KEY, earlier_season("release-1", GATE_BOUNDS, seed=seed), "2026-10-31"
+        DAG_ID, TASK_ID, HISTORY_XCOM_KEY, earlier_season(SCENARIO, GATE_BOUNDS, seed=seed), "2026-10-31"
     )
     assert season.succeeded, season.output[-6000:]
     with run_simulator(seed=seed, run_seconds=2.0) as sim:
         env = connection_env(sim.url, sim.api_key)
-        release_1 = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "release-1"}
-        release_2 = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": "release-2"}
+        release_1 = release_2 = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": SCENARIO}
 
         # 1. an ordinary night: noise
         first = home.dags_test(DAG_ID, release_1, logical_date="2026-11-01")
@@ -125,8 +133,9 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
         assert remembered.recent[-1][0] == rows[P95]["value"]
         assert not [e for e in _asset_events(home.path, "loadtest_release_verdict") if not e.get("passed")]
 
-        # 3. a person accepts the change: the night passes and the history restarts from it
-        third = home.dags_test(DAG_ID, release_2, logical_date="2026-11-03", conf={ACCEPT_CHANGE: True})
+        # 3. a person accepts the change from a run without a logical date: the night passes and the
+        #    history restarts from it
+        third = home.dags_test(DAG_ID, release_2, logical_date=NO_LOGICAL_DATE, conf={ACCEPT_CHANGE: True})
         assert third.succeeded, third.output[-6000:]
         rows = _bounded(third)
         for row in rows.values():
@@ -136,13 +145,29 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
             metric: (row["value"],) for metric, row in rows.items()
         }
         assert "accepts the change of RESPONSE_TIME_AVG, RESPONSE_TIME_PERCENTILE_95" in third.output
+        record = NightRecord.from_xcom(third.xcom(DAG_ID, TASK_ID, NIGHT_XCOM_KEY))
+        assert record.logical_date is None and set(GATE_BOUNDS) <= record.accepted
+        assert record.previous == second.xcom(DAG_ID, TASK_ID)["bench_result_id"]
 
-        # 4. the night after: judged against the restarted history (the bound alone until 4 nights)
-        fourth = home.dags_test(DAG_ID, release_2, logical_date="2026-11-04")
-        assert fourth.succeeded, fourth.output[-6000:]
-        for metric, row in _bounded(fourth).items():
-            assert row["passed"] and row["history_n"] == 1 and row["baseline"] == rows[metric]["value"]
-            assert "1 night of history, 4 needed" in row["note"]
+        _after_the_acceptance(home, release_2, env, accepted=rows)
 
-        assert (len(sim.starts("release-1")), len(sim.starts("release-2"))) == (1, 3)
+        assert len(sim.starts(SCENARIO)) == 5
         print(second.output[second.output.index("Quality gate of run") :][:1200])
+
+
+def _after_the_acceptance(
+    home: AirflowHome, gated: dict[str, str], env: dict[str, str], *, accepted: dict[str, dict[str, Any]]
+) -> None:
+    """4. the night after (its logical date before the manual run's date): judged against the restarted
+    history (the bound alone until 4 nights), and counted once when run again; 5. the nightly example
+    without a logical date."""
+    fourth = home.dags_test(DAG_ID, gated, logical_date="2026-11-04")
+    assert fourth.succeeded, fourth.output[-6000:]
+    for metric, row in _bounded(fourth).items():
+        assert row["passed"] and row["history_n"] == 1 and row["baseline"] == accepted[metric]["value"]
+        assert "1 night of history, 4 needed" in row["note"]
+    again = home.dags_test(DAG_ID, gated, logical_date="2026-11-04")  # the night run again (a clear)
+    assert again.succeeded, again.output[-6000:]
+    assert {row["history_n"] for row in _bounded(again).values()} == {1}  # counted once
+    nightly = home.dags_test("loadtest_nightly", env, logical_date=NO_LOGICAL_DATE)
+    assert nightly.succeeded, nightly.output[-6000:]

@@ -27,7 +27,7 @@ from airflow_provider_loadtest.sensors.run import LoadTestRunSensor
 from tests.airflow_context import TaskStateStore
 from tests.conftest import BASE_URL
 from tests.unit.test_gate import SUMMARY_URL
-from tests.xcom_table import FakeTI, XComTable, nightly
+from tests.xcom_table import XComTable, nightly
 
 P95 = "RESPONSE_TIME_PERCENTILE_95"
 GATED = {"baseline": "history", "max_regression_pct": {P95: 5}}
@@ -142,7 +142,7 @@ def _judged_in_order(requests_mock: rm.Mocker, values: list[float]) -> list[Gate
     ids = nightly(table, START, len(values))
     return [
         night(table, service, r, v, ran_at=START + timedelta(days=i))
-        for i, (r, v) in enumerate(zip(ids, values))
+        for i, (r, v) in enumerate(zip(ids, values, strict=False))
     ]
 
 
@@ -165,7 +165,7 @@ def test_a_change_accepted_by_a_run_without_a_logical_date_holds_and_the_history
     table, service = XComTable(dialect=dialect), Service(requests_mock)
     values = _season(1, 10)
     ids = nightly(table, START, 10)
-    for i, (run_id, value) in enumerate(zip(ids, values)):
+    for i, (run_id, value) in enumerate(zip(ids, values, strict=False)):
         night(table, service, run_id, value, ran_at=START + timedelta(days=i))
     step = START + timedelta(days=10)
     table.add_run("scheduled__step", step, step)
