@@ -2,9 +2,9 @@
 the (billed) run starts.
 
 A label in ``transaction_budgets`` that no sample has fails its row as not measured, but only once the run
-ended: a typo costs a whole load test. The history of ``baseline="history"`` (XCom
-``loadtest_gate_history``) holds one series per gated (label, metric) of the last nights, so it knows
-labels the service really samples. A key that is not among them and is close to one of them (the same
+ended: a typo costs a whole load test. The history of ``baseline="history"`` (derived from the nights'
+records, ``decisions.gate.nights``) holds one series per gated (label, metric) of the last nights, so it
+knows labels the service really samples. A key that is not among them and is close to one of them (the same
 ignoring case, or a near miss) is taken for a typo and refused before the start. A key far from all of
 them may be a transaction gated for the first time: it is said in the log, and judged once the run ended.
 Without a history nothing can be known before the run: that is said too.

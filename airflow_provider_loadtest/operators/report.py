@@ -95,8 +95,9 @@ class DownloadReportOperator(LoadTestHookMixin, BaseOperator):
     """Save a run's report as a PDF file, for people: mail it, archive it, publish it.
 
     :param destination: the file to write: an absolute path, a ``file://`` URL, an object-store URL
-        such as ``s3://bucket/reports/{{ dag_run.run_after | ds }}/load-test.pdf`` (with that store's Airflow provider
-        installed) or an ``ObjectStoragePath``. Written atomically: readers never see half a PDF.
+        such as ``s3://bucket/reports/{{ dag_run.run_after | ds }}/load-test.pdf`` (with that store's
+        Airflow provider installed) or an ``ObjectStoragePath``. Written atomically: readers never see
+        half a PDF.
     :param run: the dict ``RunScenarioOperator`` returns (``run=run_test.output``); it carries both
         ids the download needs.
     :param report_id: the report to print (instead of ``run``; the last segment of its web UI URL).

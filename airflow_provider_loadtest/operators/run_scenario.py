@@ -94,7 +94,8 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     without retries rather than risk a second load test. Clearing the task starts a new run. Without
     Airflow 3.3's task state store, every failure after the start is final.
     :param junit_destination: save the run's JUnit XML here once it ended (absolute path, ``file://``
-        or object-store URL such as ``s3://bucket/{{ dag_run.run_after | ds }}/junit.xml``, or an ``ObjectStoragePath``),
+        or object-store URL such as ``s3://bucket/{{ dag_run.run_after | ds }}/junit.xml``, or an
+        ``ObjectStoragePath``),
         for downstream tasks and CI-style tools.
     :param report_pdf_destination: save the report as a PDF here once the run ended (same kinds of
         destination); see ``DownloadReportOperator`` for doing it as a separate task.
@@ -158,9 +159,11 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
     label of a transaction's row, ``None`` for the run's; ``GateRow.from_xcom`` reads them) when a gate
     is set; ``summary`` (the verdict in short Markdown, for a notifier: docs/recipes.md) and, when the run
     or its gate failed, ``explanation`` (the JMeter log's ERROR lines of an ERROR or ABORTED run, or the
-    failing transactions' failure messages and codes). With ``baseline="history"`` the task also pushes
-    XCom ``loadtest_gate_history`` (passing or
-    failing: a failing night never joins the values judged against). With ``outlets`` (Airflow Assets)
+    failing transactions' failure messages and codes). With ``baseline="history"`` the task also
+    records its night (XCom ``loadtest_gate_night``, passing or failing: a failing night never joins
+    the values judged against) beside the history it ended with (``loadtest_gate_history``); the next
+    nights derive their history from those records (docs/gate.md, "What the gate remembers"). With
+    ``outlets`` (Airflow Assets)
     the asset event's ``extra`` carries the run and the verdict (the run's gated values under
     ``metrics``, each transaction's under ``transactions``, the rows under ``gate``); Airflow emits
     asset events only when the task succeeds. On failure the same dict is pushed as XCom

@@ -83,7 +83,8 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
     Returns (XCom ``return_value``) the same dict as ``RunScenarioOperator`` once it waited: the run's
     ids and report link, ``state``, ``duration_s`` (from the start time when the dict gave one, else
     from when this sensor began), ``alarms``, ``metrics``, ``gate`` and the files saved (and, with
-    ``baseline="history"``, XCom ``loadtest_gate_history``). The run is also
+    ``baseline="history"``, its night's record, XCom ``loadtest_gate_night``: a bench result judged on
+    several nights counts once). The run is also
     pushed as XCom ``loadtest_run`` when the sensor begins, and the report link shows on the task.
     """
 
