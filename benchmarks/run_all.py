@@ -68,6 +68,8 @@ BENCHMARKS = [
     Benchmark(
         "gate_bound.py", ["--samples", "20000", "--docs", "docs/gate_quality.md"], ["--smoke"], json=True
     ),
+    # What the gate's memory costs a night: a year of records read, tonight's history derived (~1 min).
+    Benchmark("gate_memory.py", [], ["--smoke"]),
 ]
 
 

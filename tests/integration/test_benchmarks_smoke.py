@@ -29,6 +29,7 @@ SCRIPTS = (
     "gate_quality.py",
     "gate_bound.py",
     "jtl_read.py",
+    "gate_memory.py",
 )
 BUDGET_ROWS = (
     "DAG parse: import of each operator/sensor module",
