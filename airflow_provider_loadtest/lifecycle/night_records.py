@@ -147,12 +147,13 @@ def recall_history(
                 f"The history saved by run {memory.checkpoint.bench_result_id}'s night does not read: "
                 f"{len(replay)} night(s) judged again from their records"
             )
-        else:
-            replay = memory.replay
-    elif not stored:
+    elif not (memory.before or memory.later or memory.again):  # no night of this scenario recorded yet
         start = _legacy(ti, task_id)
         if start is not None:
-            notes.append("No night was recorded yet: going on from the history an earlier release left")
+            notes.append(
+                "No night of this scenario was recorded yet: going on from the history an earlier release "
+                "left"
+            )
     if replay and memory.checkpoint is not None and start is not None:
         notes.append(
             f"{len(replay)} night(s) recorded out of the order they ran in (or judged at once) are judged "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -243,7 +243,6 @@ class Memory:
     later: int = 0
     notes: tuple[str, ...] = ()
     unreadable: int = 0
-    others: int = field(default=0, compare=False)
 
     @property
     def previous(self) -> str | None:
@@ -269,7 +268,6 @@ def recall(
     start: every night of the scenario). A record that does not parse is left out and counted."""
     unreadable, why = 0, ""
     mine: dict[str, list[NightRecord]] = {}
-    others = 0
     for data in stored:
         try:
             record = NightRecord.from_xcom(data)
@@ -277,7 +275,6 @@ def recall(
             unreadable, why = unreadable + 1, why or str(exc)
             continue
         if scenario_id is not None and record.scenario_id != scenario_id:
-            others += 1
             continue
         mine.setdefault(record.bench_result_id, []).append(record)
     nights, dirty = [], set()
@@ -335,7 +332,6 @@ def recall(
         later=later,
         notes=tuple(notes),
         unreadable=unreadable,
-        others=others,
     )
 
 
