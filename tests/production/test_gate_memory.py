@@ -25,7 +25,7 @@ from tests.system_installs import skip_or_fail
 
 pytestmark = [pytest.mark.integration, pytest.mark.production]
 
-DAG_ID, MAPPED = "prod_gate_memory", "prod_gate_memory_mapped"
+DAG_ID, MAPPED = "rig_gate_memory", "rig_gate_memory_mapped"  # not prod_*: the rig waits for its own two
 P95 = "RESPONSE_TIME_PERCENTILE_95"
 ENDED = ("success", "failed")
 

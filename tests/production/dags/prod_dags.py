@@ -45,13 +45,13 @@ def _gate(**kwargs):
 
 
 with DAG(
-    "prod_gate_memory", schedule=None, start_date=datetime(2024, 1, 1), catchup=False, max_active_runs=8
-) as prod_gate_memory:
+    "rig_gate_memory", schedule=None, start_date=datetime(2024, 1, 1), catchup=False, max_active_runs=8
+) as rig_gate_memory:
     RunScenarioOperator(task_id="load_test", scenario_id="{{ dag_run.conf['scenario'] }}", **_gate())
 
 with DAG(
-    "prod_gate_memory_mapped", schedule=None, start_date=datetime(2024, 1, 1), catchup=False
-) as prod_gate_memory_mapped:
+    "rig_gate_memory_mapped", schedule=None, start_date=datetime(2024, 1, 1), catchup=False
+) as rig_gate_memory_mapped:
     from airflow.sdk import task
 
     @task
