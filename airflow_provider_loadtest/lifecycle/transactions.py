@@ -42,7 +42,7 @@ class TransactionJudging(LifecycleBase):
 
         if not gate.active:
             return
-        history = self._gate_history(context) if spec.baseline == HISTORY else None
+        history = self._gate_history(context, spec) if spec.baseline == HISTORY else None
         known = frozenset(
             label for (label, _metric) in (history.series if history else {}) if label is not None
         )

@@ -178,7 +178,7 @@ class Judging(LifecycleBase):
         self._night_memory: Memory | None = None
         self._night_accepted = frozenset[str]()
         if spec.baseline == HISTORY:
-            history = self._gate_history(context, run)
+            history = self._gate_history(context, spec, run)
             try:
                 accepted = self._gate_accepted(context, spec)
             except ValueError as exc:
@@ -231,21 +231,21 @@ class Judging(LifecycleBase):
             self.log.error("Could not check the quality gate of run %s: %s", run.bench_result_id, exc)
             return None
 
-    def _gate_history(self, context: Context, run: StartedRun | None = None) -> GateHistory | None:
+    def _gate_history(
+        self, context: Context, spec: GateSpec, run: StartedRun | None = None
+    ) -> GateHistory | None:
         """Tonight's history (``baseline="history"``), derived from the nights this task recorded
         (``lifecycle.night_records``): one night per bench result of ``run``'s scenario, in the order
         the runs happened, whatever order or kind of DAG run Airflow made. Without ``run`` (before the
         start), every recorded night of the task. Its own earlier tries' XComs are cleared by Airflow
         when a try starts, so a retry judges against the same nights as the first try. ``None`` (no
         task instance to read with) fails every bounded metric as not measured."""
+        from airflow_provider_loadtest.decisions.gate.history import HistorySettings
         from airflow_provider_loadtest.lifecycle.night_records import ran_at_of, recall_history
 
         ti = context_get(context, "ti")
         if ti is None:
             return None
-        spec = self._gate_spec()
-        from airflow_provider_loadtest.decisions.gate.history import HistorySettings
-
         recalled = recall_history(
             ti,
             self.task_id,

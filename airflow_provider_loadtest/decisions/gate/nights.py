@@ -125,10 +125,6 @@ class NightRecord:
         """The night as a date, for the log ("since 2026-03-05")."""
         return datetime.fromtimestamp(self.ran_at, UTC).strftime("%Y-%m-%d")
 
-    @property
-    def labels(self) -> frozenset[str]:
-        return frozenset(s.transaction for s in self.series if s.transaction is not None)
-
     def to_xcom(self) -> dict[str, Any]:
         return {
             "format": RECORD_FORMAT,
@@ -248,11 +244,6 @@ class Memory:
     def previous(self) -> str | None:
         """The bench result id tonight's record names as the last night of its history."""
         return self.before[-1].bench_result_id if self.before else None
-
-    @property
-    def labels(self) -> frozenset[str]:
-        """The transaction labels the recent nights judged (for the labels' check before a start)."""
-        return frozenset(label for night in self.before[-30:] for label in night.labels)
 
 
 def recall(
