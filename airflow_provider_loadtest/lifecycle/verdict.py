@@ -240,22 +240,28 @@ class Judging(LifecycleBase):
         start), every recorded night of the task. Its own earlier tries' XComs are cleared by Airflow
         when a try starts, so a retry judges against the same nights as the first try. ``None`` (no
         task instance to read with) fails every bounded metric as not measured."""
-        from airflow_provider_loadtest.decisions.gate.history import HistorySettings
+        from airflow_provider_loadtest.decisions.gate.history import GateHistory, HistorySettings
         from airflow_provider_loadtest.lifecycle.night_records import ran_at_of, recall_history
 
         ti = context_get(context, "ti")
         if ti is None:
             return None
-        recalled = recall_history(
-            ti,
-            self.task_id,
-            spec.history or HistorySettings(),
-            scenario_id=run.scenario_id if run is not None else None,
-            bench_result_id=run.bench_result_id if run is not None else None,
-            ran_at=ran_at_of(run) if run is not None else None,
-        )
+        # Before the start: the scenario the task names, when it names one by id.
+        scenario = run.scenario_id if run is not None else getattr(self, "scenario_id", None)
+        try:
+            recalled = recall_history(
+                ti,
+                self.task_id,
+                spec.history or HistorySettings(),
+                scenario_id=scenario if isinstance(scenario, str) and scenario else None,
+                bench_result_id=run.bench_result_id if run is not None else None,
+                ran_at=ran_at_of(run) if run is not None else None,
+            )
+        except Exception as exc:  # never pass a regression on a memory that does not read: fail closed
+            self.log.error("The gate's recorded nights could not be read: %r", exc)
+            return GateHistory(error=f"the gate's recorded nights could not be read ({exc!r})")
         if run is not None:
-            self._night_memory = recalled.memory
+            self._night_memory, self._night_without_record = recalled.memory, recalled.without_record
             before = recalled.memory.before
             self.log.info(
                 "The history of scenario %s: %d earlier night(s) recorded%s",
@@ -280,7 +286,7 @@ class Judging(LifecycleBase):
             memory=getattr(self, "_night_memory", None),
             context_ids=context_ids(context, ti),
         )
-        push_night(ti, record, verdict)
+        push_night(ti, record, verdict, getattr(self, "_night_without_record", ()))
 
     def _gate_baseline(
         self, context: Context, wanted: str | None, run: StartedRun

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 import requests_mock as rm
@@ -117,7 +118,10 @@ def night(
     service.created[scenario] = ran_at.timestamp()
     context = ti.context(task_state_store=store or TaskStateStore())
     try:
-        result = _op(scenario).execute(context)  # type: ignore[arg-type]
+        with mock.patch(
+            "airflow_provider_loadtest.operators.run_scenario.time.time", return_value=ran_at.timestamp()
+        ):
+            result = _op(scenario).execute(context)  # type: ignore[arg-type]
         ti.set_state("success")
     except AirflowFailException:
         ti.set_state("failed")

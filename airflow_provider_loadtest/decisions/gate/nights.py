@@ -26,6 +26,7 @@ No I/O here: ``lifecycle/night_records.py`` reads and writes the records through
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -44,8 +45,11 @@ __all__ = [  # noqa: RUF022 - grouped by meaning
     "RecordUnreadable",
     "RecordedSeries",
     "NightRecord",
+    "CHAIN_NIGHTS",
+    "chain_of",
     "Memory",
     "recall",
+    "forget_gone",
     "fold",
     "night_after",
 ]
@@ -83,13 +87,15 @@ class RecordedSeries:
         if not isinstance(data, list | tuple) or len(data) != 5:
             raise RecordUnreadable(f"a series {data!r} is not [transaction, metric, value, bound, samples]")
         label, metric, value, bound, samples = data
-        if label is not None and not isinstance(label, str):
-            raise RecordUnreadable(f"a series' transaction {label!r} is not text")
-        if not isinstance(metric, str) or not metric:
-            raise RecordUnreadable(f"a series' metric {metric!r} is not a metric id")
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)):
             raise RecordUnreadable(f"a series' samples {samples!r} is not a whole number")
-        return cls(label, metric, _number_or_none(value, "value"), _number_or_none(bound, "bound"), samples)
+        return cls(
+            _text_or_none(label, "a series' transaction"),
+            _known_metric(metric),
+            _number_or_none(value, "value"),
+            _number_or_none(bound, "bound"),
+            samples,
+        )
 
 
 @dataclass(frozen=True)
@@ -107,9 +113,10 @@ class NightRecord:
     #: The metrics whose change a person accepted as the new normal on this night.
     accepted: frozenset[str] = frozenset()
     passed: bool | None = None
-    #: The bench result id of the last night of the history this night was judged against (None: it
-    #: had no earlier night): a checkpoint is used as it is only when that is still true.
-    previous: str | None = None
+    #: What the history this night ended with holds: a digest of its last nights, this one included
+    #: (``chain_of``). That saved history is used as it is only while those nights still digest to the
+    #: same (a night cleared, recorded late, or accepted on another copy since makes it stale).
+    chain: str | None = None
     dag_run_id: str | None = None
     map_index: int = -1
     logical_date: str | None = None
@@ -135,7 +142,7 @@ class NightRecord:
             "loads": [list(load) for load in self.loads],
             "accepted": sorted(self.accepted),
             "passed": self.passed,
-            "previous": self.previous,
+            "chain": self.chain,
             "dag_run_id": self.dag_run_id,
             "map_index": self.map_index,
             "logical_date": self.logical_date,
@@ -153,8 +160,8 @@ class NightRecord:
         if not isinstance(bench, str) or not bench or not isinstance(scenario, str):
             raise RecordUnreadable("a record without a bench result id or a scenario id")
         ran_at = _number_or_none(data.get("ran_at"), "ran_at")
-        if ran_at is None:
-            raise RecordUnreadable(f"record of run {bench} has no time")
+        if ran_at is None or not _EARLIEST <= ran_at <= _LATEST:
+            raise RecordUnreadable(f"record of run {bench} has no plausible time ({ran_at!r})")
         series, loads, accepted = data.get("series"), data.get("loads", []), data.get("accepted", [])
         if not isinstance(series, list) or not isinstance(loads, list) or not isinstance(accepted, list):
             raise RecordUnreadable(f"record of run {bench}: 'series', 'loads' and 'accepted' must be lists")
@@ -162,14 +169,11 @@ class NightRecord:
         for load in loads:
             if not (isinstance(load, list) and len(load) == 3 and isinstance(load[0], str)):
                 raise RecordUnreadable(f"record of run {bench}: a load {load!r} is not [metric, value, min]")
-            parsed_loads.append(
-                (load[0], _number_or_none(load[1], "load value"), _number_or_none(load[2], "minimum"))
-            )
+            value, minimum = _number_or_none(load[1], "load value"), _number_or_none(load[2], "minimum")
+            parsed_loads.append((_known_metric(load[0]), value, minimum))
         if not all(isinstance(m, str) for m in accepted):
             raise RecordUnreadable(f"record of run {bench}: 'accepted' must list metric ids")
-        previous, run_id = data.get("previous"), data.get("dag_run_id")
-        map_index, logical = data.get("map_index", -1), data.get("logical_date")
-        passed = data.get("passed")
+        map_index, passed = data.get("map_index", -1), data.get("passed")
         return cls(
             bench_result_id=bench,
             scenario_id=scenario,
@@ -178,10 +182,10 @@ class NightRecord:
             loads=tuple(parsed_loads),
             accepted=frozenset(accepted),
             passed=passed if isinstance(passed, bool) else None,
-            previous=previous if isinstance(previous, str) else None,
-            dag_run_id=run_id if isinstance(run_id, str) else None,
+            chain=_text_or_none(data.get("chain"), "chain"),
+            dag_run_id=_text_or_none(data.get("dag_run_id"), "dag_run_id"),
             map_index=map_index if isinstance(map_index, int) and not isinstance(map_index, bool) else -1,
-            logical_date=logical if isinstance(logical, str) else None,
+            logical_date=_text_or_none(data.get("logical_date"), "logical_date"),
             recorded_at=_number_or_none(data.get("recorded_at"), "recorded_at") or 0.0,
         )
 
@@ -212,12 +216,46 @@ class NightRecord:
         ]
 
 
+#: Beyond this a stored number is no measurement (and sums of a few would overflow): unreadable.
+_LARGEST = 1e15
+#: Epoch seconds of a plausible night: from 2000 to 2100.
+_EARLIEST, _LATEST = 946_684_800.0, 4_102_444_800.0
+
+
 def _number_or_none(value: object, what: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise RecordUnreadable(f"{what} {value!r} is not a finite number")
+    if abs(value) > _LARGEST:
+        raise RecordUnreadable(f"{what} {value!r} is beyond any measurement")
     return float(value)
+
+
+def _text_or_none(value: object, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise RecordUnreadable(f"{what} {value!r} is not text")
+    return value
+
+
+def _known_metric(metric: object) -> str:
+    from airflow_provider_loadtest.decisions.gate.rules import METRIC_DIRECTIONS
+
+    if not isinstance(metric, str) or metric not in METRIC_DIRECTIONS:
+        raise RecordUnreadable(f"a series' metric {metric!r} is not a metric id this release knows")
+    return metric
+
+
+#: How many of the nights before a night its chain digests: beyond the longest window (100) and the
+#: recent nights, a night cleared or removed (``airflow db clean``) no longer changes the history.
+CHAIN_NIGHTS = 110
+
+
+def chain_of(nights: Sequence[NightRecord]) -> str:
+    """The digest of the last ``CHAIN_NIGHTS`` of ``nights`` (oldest first): each bench result and what
+    a person accepted on it, in order."""
+    text = "\n".join(f"{n.bench_result_id}:{','.join(sorted(n.accepted))}" for n in nights[-CHAIN_NIGHTS:])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -240,11 +278,6 @@ class Memory:
     notes: tuple[str, ...] = ()
     unreadable: int = 0
 
-    @property
-    def previous(self) -> str | None:
-        """The bench result id tonight's record names as the last night of its history."""
-        return self.before[-1].bench_result_id if self.before else None
-
 
 def recall(
     stored: Iterable[object],
@@ -260,25 +293,21 @@ def recall(
     unreadable, why = 0, ""
     mine: dict[str, list[NightRecord]] = {}
     for data in stored:
+        if scenario_id is not None and isinstance(data, Mapping) and data.get("scenario_id") != scenario_id:
+            continue  # another scenario's night: not even parsed
         try:
             record = NightRecord.from_xcom(data)
         except RecordUnreadable as exc:
             unreadable, why = unreadable + 1, why or str(exc)
             continue
-        if scenario_id is not None and record.scenario_id != scenario_id:
-            continue
         mine.setdefault(record.bench_result_id, []).append(record)
-    nights, dirty = [], set()
+    nights = []
     for copies in mine.values():
         # One bench result is one night, whichever DAG runs judged it: the first record wins, and a
-        # change a person accepted on any of them holds.
+        # change a person accepted on any of them holds (the chains after it then differ: replayed).
         copies.sort(key=lambda r: r.recorded_at)
-        first = copies[0]
         accepted = frozenset().union(*(c.accepted for c in copies))
-        if accepted != first.accepted:
-            first = replace(first, accepted=accepted)
-            dirty.add(first.bench_result_id)  # its checkpoint was judged without the acceptance
-        nights.append(first)
+        nights.append(replace(copies[0], accepted=accepted))
     nights.sort(key=lambda r: r.order)
     notes: list[str] = []
     again = None
@@ -307,23 +336,34 @@ def recall(
             f"{unreadable} stored night record(s) ({NIGHT_XCOM_KEY}) did not parse and were left out of "
             f"the history, each alone (the first: {why})"
         )
-    checkpoint_at = -1
-    for i, night in enumerate(before):
-        chained = i == 0 or night.previous == before[i - 1].bench_result_id
-        if not chained or night.bench_result_id in dirty:
-            break
-        checkpoint_at = i
-    checkpoint = before[checkpoint_at] if checkpoint_at >= 0 else None
-    replay = before[checkpoint_at + 1 :] if checkpoint is not None else before[-max_replay:]
+    checkpoint_at = next(
+        (i for i in range(len(before) - 1, -1, -1) if before[i].chain == chain_of(before[: i + 1])), -1
+    )
+    start = checkpoint_at + 1 if checkpoint_at >= 0 else max(0, len(before) - max_replay)
     return Memory(
         before=tuple(before),
-        checkpoint=checkpoint,
-        replay=tuple(replay),
+        checkpoint=before[checkpoint_at] if checkpoint_at >= 0 else None,
+        replay=tuple(before[start:]),
         again=again,
         later=later,
         notes=tuple(notes),
         unreadable=unreadable,
     )
+
+
+def forget_gone(
+    history: GateHistory, recent: Sequence[NightRecord], settings: HistorySettings
+) -> GateHistory:
+    """A series that none of the last ``window`` nights before this one judged (a transaction renamed
+    or removed) leaves the history rather than be kept forever (``recent``: the nights before, oldest
+    first). Applied before each night is judged, replayed or not, so replaying is judging in order."""
+    recent = recent[-settings.window :]
+    if len(recent) < settings.window:
+        return history
+    keys = {(s.transaction, s.metric) for night in recent for s in night.series}
+    keys |= {(None, metric) for night in recent for metric, _v, _m in night.loads}
+    kept = {key: value for key, value in history.series.items() if key in keys}
+    return history if len(kept) == len(history.series) else replace(history, series=kept)
 
 
 def night_after(history: GateHistory, night: NightRecord, settings: HistorySettings) -> GateHistory:
@@ -353,8 +393,11 @@ def _when(night: NightRecord) -> dict[str, Any]:
     return {"when": night.when} if "when" in signature(judge_gate).parameters else {}
 
 
-def fold(history: GateHistory, nights: Sequence[NightRecord], settings: HistorySettings) -> GateHistory:
-    """``history`` after judging each of ``nights`` again, in order."""
-    for night in nights:
-        history = night_after(history, night, settings)
-    return history
+def fold(history: GateHistory, memory: Memory, settings: HistorySettings) -> GateHistory:
+    """``history`` (the checkpoint's, or where the replay starts) after judging each of the memory's
+    nights to replay again, in order, then what tonight forgets: tonight's history."""
+    first = len(memory.before) - len(memory.replay)
+    for index in range(first, len(memory.before)):
+        history = forget_gone(history, memory.before[:index], settings)
+        history = night_after(history, memory.before[index], settings)
+    return forget_gone(history, memory.before, settings)
