@@ -271,7 +271,23 @@ class Judging(LifecycleBase):
             )
         for line in recalled.notes:
             self.log.warning("%s", line)
+        if run is not None:
+            self._say_backfill(context, ran_at_of(run))
         return recalled.history
+
+    def _say_backfill(self, context: Context, ran_at: float) -> None:
+        """A DAG run dated days before its load test ran (a backfill, a catch-up) is a night of when it
+        ran: its figures measure the system as it is now, not as it was on its logical date."""
+        from datetime import datetime
+
+        logical = getattr(context_get(context, "dag_run"), "logical_date", None)
+        if isinstance(logical, datetime) and ran_at - logical.timestamp() > BACKFILL_S:
+            self.log.warning(
+                "This DAG run's logical date %s lies %.0f days before its load test ran (a backfill or a "
+                "catch-up): the night is judged and remembered as of when it ran",
+                logical.date().isoformat(),
+                (ran_at - logical.timestamp()) / 86_400,
+            )
 
     def _record_night(self, context: Context, ti: Any, run: StartedRun, verdict: Verdict) -> None:
         """Record tonight's night once, with its identity, beside the history it ended with."""
@@ -402,6 +418,11 @@ class Judging(LifecycleBase):
             "without a working task state store a retry could not re-attach to this run and would "
             "start a second load test."
         ) from exc
+
+
+#: A DAG run dated more than this before its load test ran is said to be a backfill (two days: a daily
+#: schedule's data interval ends a day after its logical date).
+BACKFILL_S = 2 * 86_400
 
 
 def _why_text(why: Explanation) -> str:

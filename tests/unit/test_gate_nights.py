@@ -314,3 +314,22 @@ def test_a_retry_after_judging_judges_the_same_night_again_and_records_it_once(
     assert (first.history_n, first.centre) == (again.history_n, again.centre)
     assert service.count == 9  # no second load test
     assert sorted(r.bench_result_id for r in _records(table)) == sorted(f"br-{i}" for i in range(1, 10))
+
+
+def test_a_backfill_is_a_night_of_when_it_ran_and_the_log_says_so(
+    loadtest_conn: str, requests_mock: rm.Mocker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``airflow backfill`` of an old date runs its load test today: its figures measure the system as it
+    is now, so it is tonight's night, judged after every night that ran before it."""
+    table, service = XComTable(), Service(requests_mock)
+    values = _season(5, 6)
+    ids = nightly(table, START, 6)
+    for i in range(5):
+        night(table, service, ids[i], values[i], ran_at=START + timedelta(days=i))
+    capsys.readouterr()
+    old = START - timedelta(days=30)
+    table.add_run("backfill__old", old, START + timedelta(days=5))
+    row = night(table, service, "backfill__old", values[5], ran_at=START + timedelta(days=5))
+    assert row.history_n == 4  # the five nights before it: four kept, the last waiting for the next
+    out = capsys.readouterr().out
+    assert "logical date 2026-01-30 lies 35 days before its load test ran (a backfill" in out, out[-2000:]
