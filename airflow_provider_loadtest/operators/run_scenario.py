@@ -446,6 +446,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                     uncertain_start_message(start.scenario_id, sent_at, str(exc))
                 ) from exc
             _store_delete(store, self.log)  # refused: nothing started, a retry may start
+            if not exc.reached_service:
+                raise AirflowException(
+                    f"Nothing was started: the start of scenario {start.scenario_id!r} never reached the "
+                    f"service ({exc}). Check the connection {self.loadtest_conn_id!r} (its host, port and "
+                    "scheme) and that the service runs; a retry of this task starts the load test."
+                ) from exc
             raise
         except ValueError as exc:  # a 2xx without the run's ids: the service may have started it
             raise AirflowFailException(uncertain_start_message(start.scenario_id, sent_at, str(exc))) from exc

@@ -96,6 +96,7 @@ class Round:
     number: int
     tis: list[Ti]
     struck_at: float = 0.0
+    struck_mono: float = 0.0  # the same moment on the simulator's (monotonic) clock
     notes: list[str] = field(default_factory=list)
     victims: set[str] = field(default_factory=set)  # run ids of the task instances hit directly
 
@@ -133,6 +134,7 @@ class TiResult:
     cause: str | None
     message: str
     verdict_s: float | None
+    stopped_s: float | None = None  # from the strike to the run's stop in the service (the last stopped)
     stop_lines: list[str] = field(default_factory=list)  # what the logs say about stopping the run
     logs: str = ""  # the folder of the task instance's logs
     broken: list[str] = field(default_factory=list)
@@ -451,6 +453,7 @@ def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> l
         rnd.notes.append(f"never reached the phase: {exc}")
         log(f"  {attack.name} #{rnd.number}: {exc}")
     rnd.struck_at = time.time()
+    rnd.struck_mono = time.monotonic()
     restarts_before = len(cluster.restarts)
     attack.strike(cluster, rnd)
     log(f"  {attack.name} #{rnd.number}: struck ({'; '.join(rnd.notes)})")
@@ -522,6 +525,8 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
     end = row.get("end_date")
     verdict_s = end.timestamp() - rnd.struck_at if isinstance(end, datetime) else None
     state = row.get("state")
+    stops = [run.stopped_at for run in runs if run.stopped_at is not None]
+    stopped_s = max(stops) - rnd.struck_mono if stops and rnd.struck_mono else None
     messages = log_messages(cluster.task_logs(ti.dag_id, ti.run_id))
     cause, message = classify(messages) if state != "success" else (None, "")
     result = TiResult(
@@ -538,6 +543,7 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
         cause=cause,
         message=message,
         verdict_s=verdict_s,
+        stopped_s=stopped_s,
         stop_lines=[f"{name}: {text[:300]}" for name, text in messages if STOP_LINE.search(text)],
         logs=str(cluster.task_log_folder(ti.dag_id, ti.run_id)),
     )
