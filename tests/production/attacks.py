@@ -31,6 +31,9 @@ DAG_OF = {SYNC: "prod_sync", DEFERRABLE: "prod_deferrable"}
 ROUND_SLACK_S = 420.0
 #: The database outage of the issue (a failover, a restart of the host).
 OUTAGE_S = 45.0
+#: How long a person's stop may take to land after the task instance ended: the trigger's patience with
+#: a slow API server (``triggers.run.STATE_READ_BUDGET_S``, 120 s) and the stop call, with a margin.
+STOP_LANDS_S = 180.0
 #: How long the simulator holds the answer of a start (``worker SIGKILL mid-start``).
 START_HELD_S = 30.0
 
@@ -467,6 +470,22 @@ def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> l
         )
     except AssertionError as exc:
         rnd.notes.append(str(exc))
+    if attack.expect.stopped:
+        # A person's stop may land well after the task instance ended: a deferred task is failed at
+        # once, and its trigger's on_kill asks the task's state of an API server that may be slow
+        # (``production_rig(loaded=True)``: 6-20 s) before it stops the run. Wait for it, bounded.
+        try:
+            wait_for(
+                f"the runs of {attack.name} round {rnd.number} to be stopped",
+                lambda: all(
+                    sum(run.stopped_at is not None for run in _runs(cluster, ti)) >= attack.expect.stopped
+                    for ti in rnd.tis
+                ),
+                STOP_LANDS_S,
+                1,
+            )
+        except AssertionError as exc:
+            rnd.notes.append(str(exc))
     # A stop sent by a process that outlived its task (a woken triggerer) lands a little later.
     time.sleep(5)
     for when, name, code in cluster.restarts[restarts_before:]:

@@ -211,3 +211,120 @@ def test_only_a_clear_acts_on_a_pending_stop() -> None:
     that is a retry proves the wait had moved (the run is healthy); a clear asks for the run to end."""
     assert stops.on_pending_stop(clear_seen=True) == "stop"
     assert stops.on_pending_stop(clear_seen=False) == "moot"
+
+
+# --- the next try: the run's advice survives retries, and a pending stop is acted on --------------------
+
+
+def _retry_context(store: Any, **kwargs: Any) -> Any:
+    from tests.unit.test_run_lifecycle import _context
+
+    return _context(store, **kwargs)
+
+
+def test_the_start_records_which_try_sent_it_and_a_retry_says_it(
+    loadtest_conn: str, requests_mock: Any, clock: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Re-attaching to run br-1 that try 1 started``: a person reading try 2's log knows which run it
+    watches and where it came from."""
+    from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
+    from tests.unit.test_hook import RUN_URL
+    from tests.unit.test_run_lifecycle import FakeStateStore, _op, _posts, _service
+
+    _service(requests_mock, ["RUNNING", "RUNNING", "FINISHED"])
+    store = FakeStateStore()
+    with pytest.raises(__import__("airflow_provider_loadtest.compat").compat.TaskDeferred):
+        _op(deferrable=True).execute(_retry_context(store))
+    assert store.data[RUN_RECORD_KEY]["try_number"] == 1
+    assert _op().execute(_retry_context(store, try_number=2))["state"] == "FINISHED"
+    assert "Re-attaching to run br-1 that try 1 started (state RUNNING)" in capsys.readouterr().out
+    assert _posts(requests_mock, RUN_URL) == 1
+
+
+def test_a_retry_that_cannot_read_its_run_still_says_it_may_be_billing(
+    loadtest_conn: str, requests_mock: Any, clock: list[float]
+) -> None:
+    """Try 1 said how to stop its run; the last try, re-attaching while the service does not answer,
+    failed with the bare API error. It now says the same: the run, its report, how to stop it."""
+    from airflow_provider_loadtest.compat import AirflowException
+    from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
+    from tests.unit.test_run_lifecycle import STATE_URL, FakeStateStore, _op, _record
+
+    requests_mock.get(STATE_URL, status_code=503, text="busy")
+    record = {**_record(_saved_record()), "try_number": 1}
+    with pytest.raises(AirflowException) as caught:
+        _op().execute(_retry_context(FakeStateStore({RUN_RECORD_KEY: record}), try_number=3))
+    message = str(caught.value)
+    assert "Run br-1 may still be going and billing" in message
+    assert _saved_record()["report_url"] in message
+    assert 'LoadTestHook("loadtest_default").stop_run("br-1")' in message
+    assert "try 1 started it" in message and "HTTP 503" in message
+
+
+def _pending(try_number: int = 1) -> stops.PendingStop:
+    return stops.PendingStop("br-1", try_number, 1_795_438_900.0, "no answer to ask 4 within 120 s")
+
+
+def test_a_retry_finding_a_pending_stop_knows_it_was_no_persons_and_re_attaches(
+    loadtest_conn: str,
+    requests_mock: Any,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    no_pending_stops: dict[str, Any],
+) -> None:
+    """Airflow retries a task only after a failure of its own, never after a person marked it failed or
+    successful: the trigger's unanswered question is answered, and the healthy run goes on."""
+    from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
+    from tests.unit.test_run_lifecycle import STOP_URL, FakeStateStore, _op, _posts, _record, _service
+
+    _service(requests_mock, ["RUNNING", "RUNNING", "FINISHED"])
+    no_pending_stops["br-1"] = _pending()
+    record = {**_record(_saved_record()), "clear_number": 0, "try_number": 1}
+    result = _op().execute(_retry_context(FakeStateStore({RUN_RECORD_KEY: record}), try_number=2))
+    assert result["state"] == "FINISHED"
+    out = capsys.readouterr().out
+    assert "A stop was pending: the triggerer stopped watching run br-1 for try 1" in out
+    assert "nobody asked for run br-1 to end" in out
+    assert _posts(requests_mock, STOP_URL) == 0
+    assert no_pending_stops == {}  # acted on: removed
+
+
+@pytest.mark.parametrize("how", ["max_tries", "clear_number"])
+def test_a_clear_after_a_pending_stop_stops_the_run_and_says_why(
+    loadtest_conn: str,
+    requests_mock: Any,
+    clock: list[float],
+    capsys: pytest.CaptureFixture[str],
+    no_pending_stops: dict[str, Any],
+    how: str,
+) -> None:
+    """A person marked the deferred task failed, the trigger could not confirm it, then the person
+    cleared the task: the try of the clear stops the old run, naming the pending stop, and starts anew."""
+    from airflow_provider_loadtest.operators.run_scenario import RUN_RECORD_KEY
+    from tests.unit.test_hook import RUN_URL
+    from tests.unit.test_run_lifecycle import STOP_URL, FakeStateStore, _op, _posts, _record, _service
+
+    _service(requests_mock, ["RUNNING", "RUNNING", "RUNNING", "FINISHED"])
+    no_pending_stops["br-1"] = _pending()
+    record = {**_record(_saved_record(), max_tries=0), "clear_number": 0, "try_number": 1}
+    store = FakeStateStore({RUN_RECORD_KEY: record})
+    context = (
+        _retry_context(store, try_number=2, max_tries=1)
+        if how == "max_tries"
+        else _retry_context(store, try_number=2, clear_number=1)
+    )
+    assert _op().execute(context)["state"] == "FINISHED"
+    out = capsys.readouterr().out
+    assert "A stop was pending: the triggerer stopped watching run br-1 for try 1" in out
+    assert _posts(requests_mock, STOP_URL) == 1 and _posts(requests_mock, RUN_URL) == 1
+    assert no_pending_stops == {}
+
+
+def test_the_record_keeps_which_try_started_the_run() -> None:
+    from airflow_provider_loadtest.decisions.run_record import RunRecord
+
+    record = RunRecord("sc-1", 1.0, 0, run=_saved_record(), started_by_try=3)
+    again = RunRecord.from_store(record.to_store())
+    assert again is not None and again.started_by_try == 3 and again.started_by == "try 3"
+    older = RunRecord.from_store({**record.to_store(), "try_number": None})
+    assert older is not None and older.started_by == "an earlier try"
