@@ -19,6 +19,7 @@ from airflow_provider_loadtest.lifecycle.support import (
     Kill,
     R,
     WorkerLeaving,
+    describe_error,
     in_thread,
     relay,
 )
@@ -165,7 +166,7 @@ class Stopping(LifecycleBase):
             try:
                 ok, value = True, record_then_stop()
             except Exception as exc:
-                ok, value = False, f"{type(exc).__name__}: {exc}"
+                ok, value = False, describe_error(exc)
         else:
             ok, value = in_thread(record_then_stop, bound_s)
         if not ok:

@@ -100,7 +100,7 @@ class LoadTestRunTrigger(BaseTrigger):
             # The triggerer cannot watch for a reason of its own (a connection it cannot read, a module
             # it cannot import, settings it cannot read): hand the wait back to a worker rather than
             # leave the run unwatched.
-            return self._handback(f"{type(exc).__name__}: {exc}")
+            return self._handback(_described(exc))
         try:
             async with AsyncLoadTestClient(settings) as client:
                 steps = watch_run(
@@ -118,12 +118,12 @@ class LoadTestRunTrigger(BaseTrigger):
                 {
                     "status": "error",
                     "run": self.run_record,
-                    "message": f"{type(exc).__name__}: {exc}",
+                    "message": _described(exc),
                     "never_succeeds": exc.never_succeeds,
                 }
             )
         except Exception as exc:
-            return self._handback(f"{type(exc).__name__}: {exc}")
+            return self._handback(_described(exc))
         return TriggerEvent({"status": "done", "run": self.run_record, "outcome": outcome.to_json()})
 
     def _handback(self, why: str) -> TriggerEvent:
@@ -305,6 +305,14 @@ class LoadTestRunTrigger(BaseTrigger):
 
         report_url = self.run_record.get("report_url") or None
         return stop_hint(self.bench_result_id, report_url, self.loadtest_conn_id)
+
+
+def _described(exc: BaseException) -> str:
+    """``lifecycle.support.describe_error``, imported only when a wait fails (the lifecycle package is
+    the worker's; a healthy wait in the triggerer never loads it)."""
+    from airflow_provider_loadtest.lifecycle.support import describe_error
+
+    return describe_error(exc)
 
 
 def _in_daemon_thread(fn: Callable[[], R]) -> asyncio.Future[R]:
