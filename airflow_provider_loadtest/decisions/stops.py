@@ -143,9 +143,10 @@ def pending_stop_key(bench_result_id: str) -> str:
 
 @dataclass(frozen=True)
 class PendingStop:
-    """A stop nobody could confirm: the triggerer stopped watching run ``bench_result_id`` for try
-    ``try_number`` of its task, and the task instance's state (a person's mark-failed, or the wait
-    merely moving elsewhere) could not be read for ``why``; the run was left going at ``at``."""
+    """A stop nobody could confirm: the wait for run ``bench_result_id`` of try ``try_number`` of its task
+    was ended (its trigger cancelled, or its worker's process killed), and the task instance's state (a
+    person's mark-failed, or the wait merely moving elsewhere) could not be read for ``why``; the run was
+    left going at ``at``."""
 
     bench_result_id: str
     try_number: int | None
@@ -180,9 +181,9 @@ class PendingStop:
         """The pending stop in words, for the log of whoever finds it."""
         of_try = f"try {self.try_number}" if self.try_number is not None else "an earlier try"
         return (
-            f"the triggerer stopped watching run {self.bench_result_id} for {of_try} of this task at "
-            f"{utc_text(self.at)} and could not learn whether a person ended it ({self.why}), so the stop "
-            "a person may have asked for was left pending"
+            f"the wait for run {self.bench_result_id} of {of_try} of this task was ended at "
+            f"{utc_text(self.at)}, and whether a person ended it could not be learned ({self.why}), so the "
+            "stop a person may have asked for was left pending"
         )
 
 

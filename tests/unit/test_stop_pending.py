@@ -283,7 +283,7 @@ def test_a_retry_finding_a_pending_stop_knows_it_was_no_persons_and_re_attaches(
     result = _op().execute(_retry_context(FakeStateStore({RUN_RECORD_KEY: record}), try_number=2))
     assert result["state"] == "FINISHED"
     out = capsys.readouterr().out
-    assert "A stop was pending: the triggerer stopped watching run br-1 for try 1" in out
+    assert "A stop was pending: the wait for run br-1 of try 1 of this task was ended" in out
     assert "nobody asked for run br-1 to end" in out
     assert _posts(requests_mock, STOP_URL) == 0
     assert no_pending_stops == {}  # acted on: removed
@@ -315,7 +315,7 @@ def test_a_clear_after_a_pending_stop_stops_the_run_and_says_why(
     )
     assert _op().execute(context)["state"] == "FINISHED"
     out = capsys.readouterr().out
-    assert "A stop was pending: the triggerer stopped watching run br-1 for try 1" in out
+    assert "A stop was pending: the wait for run br-1 of try 1 of this task was ended" in out
     assert _posts(requests_mock, STOP_URL) == 1 and _posts(requests_mock, RUN_URL) == 1
     assert no_pending_stops == {}
 
@@ -328,3 +328,30 @@ def test_the_record_keeps_which_try_started_the_run() -> None:
     assert again is not None and again.started_by_try == 3 and again.started_by == "try 3"
     older = RunRecord.from_store({**record.to_store(), "try_number": None})
     assert older is not None and older.started_by == "an earlier try"
+
+
+def test_a_worker_that_cannot_read_its_state_says_so_at_error_and_leaves_a_pending_stop(
+    loadtest_conn: str,
+    requests_mock: Any,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_pending_stops: dict[str, Any],
+) -> None:
+    """The worker's on_kill has seconds before Airflow's SIGKILL: it cannot wait out a slow API server.
+    It still never stops on a guess, but it no longer says only "the next try re-attaches" (a person's
+    mark-failed has no next try): an ERROR with how to stop the run, and a pending stop."""
+    from airflow_provider_loadtest.compat import AirflowException
+    from tests.unit.test_run_lifecycle import STOP_URL, FakeStateStore, _op, _posts, _service
+    from tests.unit.test_stops import _killed_during_the_wait
+
+    monkeypatch.setattr(support, "task_instance_state", lambda ti: (False, "TimeoutError (TimeoutError())"))
+    _service(requests_mock, ["RUNNING"] * 5)
+    op = _op(check_interval=10)
+    _killed_during_the_wait(monkeypatch, op, clock)
+    with pytest.raises(AirflowException, match="its state could not be read"):
+        op.execute(_retry_context(FakeStateStore()))
+    assert _posts(requests_mock, STOP_URL) == 0
+    errors = [line for line in capsys.readouterr().out.splitlines() if "[error" in line]
+    assert any("run br-1 was NOT stopped" in line and 'stop_run("br-1")' in line for line in errors), errors
+    assert list(no_pending_stops) == ["br-1"] and no_pending_stops["br-1"].try_number == 1
