@@ -355,3 +355,25 @@ def test_a_worker_that_cannot_read_its_state_says_so_at_error_and_leaves_a_pendi
     errors = [line for line in capsys.readouterr().out.splitlines() if "[error" in line]
     assert any("run br-1 was NOT stopped" in line and 'stop_run("br-1")' in line for line in errors), errors
     assert list(no_pending_stops) == ["br-1"] and no_pending_stops["br-1"].try_number == 1
+
+
+def test_the_run_sensor_says_a_pending_stop_and_leaves_it(
+    loadtest_conn: str,
+    requests_mock: Any,
+    capsys: pytest.CaptureFixture[str],
+    no_pending_stops: dict[str, Any],
+) -> None:
+    """A sensor watching a run whose starting task was ended unconfirmed learns it: it says the stop is
+    pending and how to stop the run; it never stops a run it did not start, and the pending stop stays
+    for that task's next try."""
+    from tests.unit.test_run_lifecycle import STOP_URL, _posts
+    from tests.unit.test_run_sensor import _sensor, _states
+
+    _states(requests_mock, ["RUNNING", "FINISHED"])
+    no_pending_stops["br-1"] = _pending()
+    assert _sensor().execute(_retry_context(None))["state"] == "FINISHED"
+    out = capsys.readouterr().out
+    assert "A stop of run br-1 is pending: the wait for run br-1 of try 1" in out
+    assert 'stop_run("br-1")' in out
+    assert _posts(requests_mock, STOP_URL) == 0
+    assert "br-1" in no_pending_stops
