@@ -352,7 +352,9 @@ def test_a_worker_that_cannot_read_its_state_says_so_at_error_and_leaves_a_pendi
     with pytest.raises(AirflowException, match="its state could not be read"):
         op.execute(_retry_context(FakeStateStore()))
     assert _posts(requests_mock, STOP_URL) == 0
-    errors = [line for line in capsys.readouterr().out.splitlines() if "[error" in line]
+    from tests.unit.test_run_lifecycle import _plain
+
+    errors = [line for line in _plain(capsys.readouterr().out).splitlines() if "[error" in line]
     assert any("run br-1 was NOT stopped" in line and 'stop_run("br-1")' in line for line in errors), errors
     assert list(no_pending_stops) == ["br-1"] and no_pending_stops["br-1"].try_number == 1
 
