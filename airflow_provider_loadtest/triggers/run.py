@@ -140,9 +140,11 @@ class LoadTestRunTrigger(BaseTrigger):
         Airflow calls this alike when a person marks the deferred task failed or successful, clears it,
         and when the wait merely moved to another triggerer (this one stalled past its health-check
         threshold) or the task resumes on a worker. The task instance's state as the API server sees it
-        tells which (``decisions.stops.cause_in_triggerer``); when in doubt the run is left going, for the
-        other triggerer or the next try. A clear is left to the next try, which records why it stops the
-        old run (a trigger cannot write the task's state store).
+        tells which (``decisions.stops.cause_in_triggerer``), asked patiently (``STATE_READ_BUDGET_S``:
+        a busy API server answers slowly, and a person's decision must stand); when it never answers the
+        run is left going, said at ERROR and left as a pending stop for the next try. A clear is left to
+        the next try, which records why it stops the old run (a trigger cannot write the task's state
+        store).
 
         The work is shielded: Airflow 3.3.2's triggerer cancels a cancelled trigger again at each of its
         syncs (about every second) until its task ends, which would cut the state read and the stop
