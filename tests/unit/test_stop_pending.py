@@ -29,8 +29,10 @@ needs_trigger_on_kill = pytest.mark.skipif(
 )
 
 
-def quick_asks(monkeypatch: pytest.MonkeyPatch, budget_s: float = 0.6) -> list[stops.PendingStop]:
-    """Shrink the trigger's patience to test time; the pending stops it leaves, in order."""
+def quick_asks(monkeypatch: pytest.MonkeyPatch, budget_s: float = 5.0) -> list[stops.PendingStop]:
+    """Shrink the trigger's patience to test time; the pending stops it leaves, in order. The default
+    budget is far above what an answering test needs (it returns at the answer), so a loaded machine
+    cannot run it out; the tests of a state that never answers give a small one."""
     monkeypatch.setattr(trigger_module, "STATE_READ_BUDGET_S", budget_s)
     monkeypatch.setattr(trigger_module, "STATE_QUERY_TIMEOUT_S", 0.05)
     monkeypatch.setattr(trigger_module, "STATE_RETRY_PAUSE_S", 0.01)
@@ -135,7 +137,7 @@ def test_a_state_that_never_answers_is_said_at_error_and_left_pending(
     began = time.monotonic()
     asyncio.run(_trigger().on_kill())
     out = capsys.readouterr().out
-    assert time.monotonic() - began < 2.0  # bounded by the budget
+    assert time.monotonic() - began < 5.0  # bounded by the budget
     assert seen == []
     assert len(asked) >= 3
     errors = [line for line in out.splitlines() if "[error" in line]
@@ -162,7 +164,7 @@ def test_a_hung_state_read_is_bounded(loadtest_conn: str, monkeypatch: pytest.Mo
     monkeypatch.setattr(support, "task_instance_state", lambda ti: (never.wait(30), "never"))
     began = time.monotonic()
     asyncio.run(_trigger().on_kill())
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < 5.0
     assert len(left) == 1 and "no answer" in left[0].why
     never.set()
 
