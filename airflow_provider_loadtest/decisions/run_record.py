@@ -70,6 +70,8 @@ class RunRecord:
     stopped: StopDecision | None = None
     #: The DAG run's ``clear_number`` when the start was recorded: Airflow raises it on every clear.
     clear_number: int | None = None
+    #: The ``try_number`` of the try that sent the start (``None`` in records of earlier versions).
+    started_by_try: int | None = None
 
     def to_store(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class RunRecord:
             "run": self.run,
             "stopped": self.stopped.to_store() if self.stopped is not None else None,
             "clear_number": self.clear_number,
+            "try_number": self.started_by_try,
         }
 
     @property
@@ -115,7 +118,13 @@ class RunRecord:
             run=run,
             stopped=stopped,
             clear_number=_whole(value.get("clear_number")),
+            started_by_try=_whole(value.get("try_number")),
         )
+
+    @property
+    def started_by(self) -> str:
+        """Which try sent the start, in words: ``try 1``, or ``an earlier try`` when not recorded."""
+        return f"try {self.started_by_try}" if self.started_by_try is not None else "an earlier try"
 
     def with_run(self, run: dict[str, Any]) -> RunRecord:
         return replace(self, run=run, stopped=None)

@@ -130,6 +130,77 @@ def cause_in_triggerer(ti_state: object, *, readable: bool) -> StopCause | None:
     return _PERSON_SET.get(state) if state is not None else None
 
 
+#: Where a trigger that could not learn why its wait was ended leaves a ``PendingStop``: an Airflow
+#: Variable named after the run (the task state store, where the run record lives, is the worker's only;
+#: a trigger can write Variables), so whatever watches that run next learns of it.
+PENDING_STOP_PREFIX = "loadtest_pending_stop."
+
+
+def pending_stop_key(bench_result_id: str) -> str:
+    """The Variable holding the pending stop of ``bench_result_id``."""
+    return PENDING_STOP_PREFIX + bench_result_id
+
+
+@dataclass(frozen=True)
+class PendingStop:
+    """A stop nobody could confirm: the wait for run ``bench_result_id`` of try ``try_number`` of its task
+    was ended (its trigger cancelled, or its worker's process killed), and the task instance's state (a
+    person's mark-failed, or the wait merely moving elsewhere) could not be read for ``why``; the run was
+    left going at ``at``."""
+
+    bench_result_id: str
+    try_number: int | None
+    at: float
+    why: str
+    report_url: str | None = None
+
+    def to_store(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_store(cls, value: object) -> PendingStop | None:
+        """Read a stored pending stop (a dict, or its JSON text); ``None`` for nothing or junk."""
+        if isinstance(value, str):
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        if not isinstance(value, dict):
+            return None
+        run, at, number = value.get("bench_result_id"), value.get("at"), value.get("try_number")
+        if not isinstance(run, str) or not isinstance(at, (int, float)) or isinstance(at, bool):
+            return None
+        number = number if isinstance(number, int) and not isinstance(number, bool) else None
+        url = value.get("report_url")
+        why = str(value.get("why") or "unknown")
+        return cls(run, number, float(at), why, url if isinstance(url, str) else None)
+
+    def describe(self) -> str:
+        """The pending stop in words, for the log of whoever finds it."""
+        of_try = f"try {self.try_number}" if self.try_number is not None else "an earlier try"
+        return (
+            f"the wait for run {self.bench_result_id} of {of_try} of this task was ended at "
+            f"{utc_text(self.at)}, and whether a person ended it could not be learned ({self.why}), so the "
+            "stop a person may have asked for was left pending"
+        )
+
+
+def on_pending_stop(*, clear_seen: bool) -> Literal["stop", "moot"]:
+    """What a later try of the task does with a pending stop (``PendingStop``) of the run it finds.
+
+    ``stop``: the task was cleared since (a person asked for the run to end and a new one to start):
+    the run of before ends, and the pending stop is why. ``moot``: the try that left it is still the
+    task's try (its wait moved elsewhere and came back), or Airflow retried the task after it, which
+    it does only when the try failed for a reason of its own: a person who marks a task failed or
+    successful ends it for good, so no retry follows a person's decision and the run is healthy.
+    """
+    if clear_seen:
+        return "stop"
+    return "moot"
+
+
 def explain(stop: StopDecision) -> str:
     """The cause of a run's ABORTED state when this package stopped it."""
     return f"it was stopped at {utc_text(stop.at)} because {stop.why}"

@@ -66,16 +66,41 @@ def _sleep(seconds: float) -> None:
 def connection_never_opened(exc: requests.RequestException) -> bool:
     """Whether a failed request provably never reached the service.
 
-    True for a refused connection, a DNS failure and a connect timeout: no byte of the request was
-    sent. A read timeout or a connection dropped after sending proves nothing, and a load test started
-    twice costs the user real money, so those are not "never opened".
+    True for a refused connection, a DNS failure (urllib3's ``NewConnectionError`` and its
+    ``NameResolutionError``), a connect timeout and a TLS handshake that failed (``handshake_failed``):
+    no byte of the request was sent. A read timeout or a connection dropped after sending proves
+    nothing, and a load test started twice costs the user real money, so those are not "never opened"
+    (nor a TLS error while the answer was read).
     """
     if isinstance(exc, requests.ConnectTimeout):
         return True
     if not isinstance(exc, requests.ConnectionError) or not exc.args:
         return False
+    if handshake_failed(exc):
+        return True
     reason = getattr(exc.args[0], "reason", exc.args[0])
     return isinstance(reason, NewConnectionError)
+
+
+#: Where Python's ssl module and urllib3 raise a TLS failure while the connection is being set up (the
+#: handshake, the certificate and host name checks): before any byte of the request is sent.
+_HANDSHAKE_FRAMES = frozenset(
+    {"do_handshake", "_ssl_wrap_socket_and_match_hostname", "ssl_wrap_socket", "_match_hostname"}
+)
+
+
+def handshake_failed(exc: BaseException) -> bool:
+    """Whether a TLS error behind ``exc`` was raised while the connection was being set up (so the
+    request never left), not while an answer was read (a TLS error then may follow a sent request)."""
+    for error in causes(exc):
+        if not isinstance(error, ssl.SSLError | ssl.CertificateError):
+            continue
+        tb = error.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name in _HANDSHAKE_FRAMES:
+                return True
+            tb = tb.tb_next
+    return False
 
 
 def _read_body(

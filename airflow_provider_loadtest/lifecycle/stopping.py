@@ -19,6 +19,7 @@ from airflow_provider_loadtest.lifecycle.support import (
     Kill,
     R,
     WorkerLeaving,
+    describe_error,
     in_thread,
     relay,
 )
@@ -47,6 +48,7 @@ class Stopping(LifecycleBase):
         from airflow_provider_loadtest.decisions.stops import cause_on_worker
 
         cause: StopCause | None
+        readable = True
         if isinstance(sys.exc_info()[1], AirflowTaskTimeout):
             # Airflow calls on_kill inside its ``except AirflowTaskTimeout``: the task's own bound.
             cause, detail = "timeout", "execution_timeout"
@@ -61,7 +63,9 @@ class Stopping(LifecycleBase):
         self._kill = Kill(cause, time.time(), detail)
         run = self._active_run
         if cause is None:
-            if run is not None:
+            if run is not None and not readable and self._may_stop("marked_failed"):
+                self._unconfirmed_kill(run, detail)
+            elif run is not None:
                 self.log.warning(
                     "This task's process is being ended, but nobody decided to end run %s (%s): leaving it "
                     "going; the next try of this task re-attaches to it",
@@ -77,6 +81,33 @@ class Stopping(LifecycleBase):
             )
         if self._watching and run is not None:
             raise WorkerLeaving(f"stopping: {decision(run.bench_result_id, cause, 0).why}")
+
+    def _unconfirmed_kill(self, run: StartedRun, detail: str) -> None:
+        """The task's process is being ended and its state could not be read: a person's mark-failed
+        cannot be told from a worker going away. The run is left going (never stopped on a guess), said
+        at ERROR with how to stop it, and a pending stop is left for the next try (``PendingStop``),
+        bounded: Airflow kills the process seconds after its SIGTERM."""
+        from airflow_provider_loadtest.decisions.stops import PendingStop
+
+        self.log.error(
+            "This task's process is being ended and its state could not be read (%s): if a person marked "
+            "the task failed or successful, run %s was NOT stopped; if the worker is going away, the next "
+            "try re-attaches to it. %s",
+            detail,
+            run.bench_result_id,
+            stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id),
+        )
+        number = getattr(self._ti, "try_number", None)
+        pending = PendingStop(
+            run.bench_result_id,
+            number if isinstance(number, int) and not isinstance(number, bool) else None,
+            time.time(),
+            f"its worker could not read its state: {detail}",
+            run.report_url,
+        )
+        left, why = in_thread(lambda: support.write_pending_stop(pending), support.KILL_QUERY_S)
+        if not left:
+            self.log.error("Could not leave the pending stop of run %s: %s", run.bench_result_id, why)
 
     def _act_on_a_decision_during_the_start(self, run: StartedRun) -> None:
         """``on_kill`` came while the run was being started or looked up: a decision to end it is acted on
@@ -165,7 +196,7 @@ class Stopping(LifecycleBase):
             try:
                 ok, value = True, record_then_stop()
             except Exception as exc:
-                ok, value = False, f"{type(exc).__name__}: {exc}"
+                ok, value = False, describe_error(exc)
         else:
             ok, value = in_thread(record_then_stop, bound_s)
         if not ok:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from airflow_provider_loadtest.decisions.stops import StopCause
+from airflow_provider_loadtest.decisions.stops import PendingStop, StopCause
 
 R = TypeVar("R")
 
@@ -30,6 +30,13 @@ class Kill:
     cause: StopCause | None
     at: float
     detail: str
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception in words for a log line or a message: its type and its text, or its ``repr`` when
+    the text is empty (``TimeoutError()`` says ``TimeoutError: `` otherwise, which tells nobody anything)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text.strip() else f"{type(exc).__name__} ({exc!r})"
 
 
 class WorkerLeaving(BaseException):
@@ -51,7 +58,7 @@ def in_thread(fn: Callable[[], Any], seconds: float) -> tuple[bool, Any]:
         try:
             box.append((True, fn()))
         except Exception as exc:
-            box.append((False, f"{type(exc).__name__}: {exc}"))
+            box.append((False, describe_error(exc)))
 
     thread = threading.Thread(target=target, name="loadtest-on-kill", daemon=True)
     thread.start()
@@ -82,7 +89,42 @@ def task_instance_state(ti: Any) -> tuple[bool, Any]:
             return False, "the task instance was not found"
         return True, by_task[key]
     except Exception as exc:
-        return False, f"{type(exc).__name__}: {exc}"
+        return False, describe_error(exc)
+
+
+def write_pending_stop(pending: PendingStop) -> None:
+    """Leave ``pending`` where the next watcher of its run finds it (``decisions.stops.PendingStop``): an
+    Airflow Variable, through the Task SDK (a worker, or a thread of the triggerer). Raises on failure."""
+    import json
+
+    from airflow.sdk import Variable
+
+    from airflow_provider_loadtest.decisions.stops import pending_stop_key
+
+    Variable.set(
+        pending_stop_key(pending.bench_result_id),
+        json.dumps(pending.to_store()),
+        description="A stop of this load test run that nobody could confirm (airflow-provider-loadtest): "
+        "the next try of its task reads and removes it",
+    )
+
+
+def read_pending_stop(bench_result_id: str) -> PendingStop | None:
+    """The pending stop left for ``bench_result_id``, or ``None`` (none, or it cannot be read)."""
+    from airflow.sdk import Variable
+
+    from airflow_provider_loadtest.decisions.stops import PendingStop, pending_stop_key
+
+    return PendingStop.from_store(Variable.get(pending_stop_key(bench_result_id), default=None))
+
+
+def clear_pending_stop(bench_result_id: str) -> None:
+    """Remove the pending stop of ``bench_result_id`` once it was acted on."""
+    from airflow.sdk import Variable
+
+    from airflow_provider_loadtest.decisions.stops import pending_stop_key
+
+    Variable.delete(pending_stop_key(bench_result_id))
 
 
 @contextmanager

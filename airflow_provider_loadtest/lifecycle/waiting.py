@@ -16,6 +16,7 @@ from airflow_provider_loadtest.lifecycle.base import LifecycleBase
 from airflow_provider_loadtest.lifecycle.support import (
     WorkerLeaving,
     context_get,
+    describe_error,
 )
 from airflow_provider_loadtest.links.report import LoadTestReportLink
 
@@ -191,7 +192,7 @@ class Waiting(LifecycleBase):
             if self._kill is not None:  # on_kill decided while the wait unwound
                 raise self._after_kill(run) from exc
             raise self._wait_ended_without_verdict(
-                run, f"the wait failed ({type(exc).__name__}: {exc})", never_succeeds=False
+                run, f"the wait failed ({describe_error(exc)})", never_succeeds=False
             ) from exc
         except BaseException:
             # KeyboardInterrupt, SystemExit: the process is going away; no decision about the run.

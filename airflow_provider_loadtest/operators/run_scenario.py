@@ -28,6 +28,7 @@ from airflow_provider_loadtest.decisions.run_record import (
     uncertain_start_message,
 )
 from airflow_provider_loadtest.decisions.runs import is_terminal
+from airflow_provider_loadtest.decisions.stops import on_pending_stop, utc_text
 from airflow_provider_loadtest.lifecycle import RunLifecycle, refusing_what_cannot_succeed
 from airflow_provider_loadtest.lifecycle.support import context_get
 from airflow_provider_loadtest.links.report import LoadTestReportLink
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context, ObjectStoragePath
 
     from airflow_provider_loadtest.decisions.runs import StartedRun
-    from airflow_provider_loadtest.decisions.stops import StopDecision
+    from airflow_provider_loadtest.decisions.stops import PendingStop, StopDecision
 
 __all__ = ["DEFAULT_CONN_ID", "RUN_RECORD_KEY", "RunScenarioOperator", "check_literal_ids"]
 
@@ -349,9 +350,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         plan = plan_try(record, max_tries=max_tries, clear_number=clear_number)
         if plan.action == "refuse":
             raise AirflowFailException(plan.message)
+        pending = self._pending_stop(record)
         if plan.action == "check_run" and record is not None and record.run is not None:
             run = StartedRun.from_xcom(record.run)
-            state = self._run_state(run)
+            state = self._recorded_run_state(run, record)
+            if pending is not None and self._act_on_pending_stop(run, state, pending, plan.clear_seen):
+                return self._adopt(context, self._start_recorded(store, max_tries, clear_number)), None
             step = on_recorded_run(
                 state,
                 restart_failed_runs=self.restart_failed_runs,
@@ -364,7 +368,10 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                 step = "attach" if step == "settle" else step
             if step == "attach":
                 self.log.info(
-                    "Re-attaching to run %s started by an earlier try (state %s)", run.bench_result_id, state
+                    "Re-attaching to run %s that %s started (state %s)",
+                    run.bench_result_id,
+                    record.started_by,
+                    state,
                 )
                 return self._adopt(context, run), state
             if step == "judge":
@@ -389,11 +396,87 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         elif plan.message:
             self.log.warning("%s", plan.message)
         if plan.stop_first is not None:
-            self._stop_run_of_before_the_clear(StartedRun.from_xcom(plan.stop_first))
+            self._stop_run_of_before_the_clear(StartedRun.from_xcom(plan.stop_first), pending)
         return self._adopt(context, self._start_recorded(store, max_tries, clear_number)), None
 
     def _run_state(self, run: StartedRun) -> str:
         return str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
+
+    def _recorded_run_state(self, run: StartedRun, record: RunRecord) -> str:
+        """The state of the run an earlier try started; a failure to read it says, as that try would
+        have, that the run may be billing and how to stop it."""
+        from airflow_provider_loadtest.api.errors import LoadTestApiError
+
+        try:
+            return self._run_state(run)
+        except LoadTestApiError as exc:
+            raise self._wait_ended_without_verdict(
+                run,
+                f"re-attaching to it ({record.started_by} started it), its state could not be read: {exc}",
+                never_succeeds=exc.never_succeeds,
+            ) from exc
+
+    def _pending_stop(self, record: RunRecord | None) -> PendingStop | None:
+        """The stop a trigger left pending for the recorded run (``decisions.stops.PendingStop``), if
+        any; best effort (a Variable that cannot be read is said, and taken as none)."""
+        if record is None or record.bench_result_id is None:
+            return None
+        from airflow_provider_loadtest.lifecycle import support
+
+        try:
+            return support.read_pending_stop(record.bench_result_id)
+        except Exception as exc:
+            self.log.warning(
+                "Could not read whether a stop of run %s was left pending: %s",
+                record.bench_result_id,
+                support.describe_error(exc),
+            )
+            return None
+
+    def _forget_pending_stop(self, bench_result_id: str) -> None:
+        from airflow_provider_loadtest.lifecycle import support
+
+        try:
+            support.clear_pending_stop(bench_result_id)
+        except Exception as exc:
+            self.log.warning(
+                "Could not remove the pending stop of run %s: %s",
+                bench_result_id,
+                support.describe_error(exc),
+            )
+
+    def _act_on_pending_stop(
+        self, run: StartedRun, state: str, pending: PendingStop, clear_seen: bool
+    ) -> bool:
+        """A trigger left a stop of ``run`` pending: ``True`` when it was a person's (a clear came since)
+        and the run was stopped, so the try starts the new run the clear asked for."""
+        self._forget_pending_stop(run.bench_result_id)
+        if is_terminal(state):
+            return False
+        if on_pending_stop(clear_seen=clear_seen) == "stop":
+            self.log.warning(
+                "A stop was pending: %s. The DAG run was cleared since: stopping run %s, then starting the "
+                "new run the clear asked for",
+                pending.describe(),
+                run.bench_result_id,
+            )
+            self._stop_for(run, self._pending_decision(run, pending), bound_s=None)
+            return True
+        self.log.info(
+            "A stop was pending: %s. This try is a retry, which Airflow starts only after a failure of the "
+            "task's own, never after a person marked it failed or successful: the wait had moved on, nobody "
+            "asked for run %s to end",
+            pending.describe(),
+            run.bench_result_id,
+        )
+        return False
+
+    @staticmethod
+    def _pending_decision(run: StartedRun, pending: PendingStop) -> StopDecision:
+        from airflow_provider_loadtest.decisions.stops import decision
+
+        detail = f"a stop was pending since {utc_text(pending.at)}: {pending.why}"
+        return decision(run.bench_result_id, "clear", time.time(), detail)
 
     def _settled_state(self, run: StartedRun, state: str) -> str:
         """A clear of the DAG run came after ``run`` started, and it still goes: if the clear was this
@@ -405,10 +488,15 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             state = self._run_state(run)
         return state
 
-    def _stop_run_of_before_the_clear(self, run: StartedRun) -> None:
+    def _stop_run_of_before_the_clear(self, run: StartedRun, pending: PendingStop | None = None) -> None:
         """A person cleared the task while its run went, and the try that watched it could not stop it
-        (it was deferred, or its worker died first): the clear asked for a new run, so the old one ends."""
+        (it was deferred, or its worker died first): the clear asked for a new run, so the old one ends.
+        ``pending``: a stop its trigger left pending (said as the stop's reason, then removed)."""
         from airflow_provider_loadtest.decisions.stops import decision
+
+        if pending is not None:
+            self.log.warning("A stop was pending: %s", pending.describe())
+            self._forget_pending_stop(run.bench_result_id)
 
         try:
             state = str(self.hook.get_bench_result(run.bench_result_id).state or "UNKNOWN")
@@ -419,7 +507,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
             state = "UNKNOWN"
         if is_terminal(state):
             return
-        self._stop_for(run, decision(run.bench_result_id, "clear", time.time()), bound_s=None)
+        stop = (
+            self._pending_decision(run, pending)
+            if pending is not None
+            else decision(run.bench_result_id, "clear", time.time())
+        )
+        self._stop_for(run, stop, bound_s=None)
 
     def _start_recorded(self, store: Any, max_tries: int | None, clear_number: int | None) -> StartedRun:
         """Send the start, with "start in flight" recorded before and the run recorded after."""
@@ -429,7 +522,13 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
         start = self._prepare_start()
         self._refuse_to_start_if_killed()
         sent_at = time.time()
-        record = RunRecord(start.scenario_id, sent_at, max_tries, clear_number=clear_number)
+        record = RunRecord(
+            start.scenario_id,
+            sent_at,
+            max_tries,
+            clear_number=clear_number,
+            started_by_try=read_try_number(self._ti),
+        )
         if store is not None:
             try:
                 store.set(RUN_RECORD_KEY, record.to_store())
@@ -449,6 +548,12 @@ class RunScenarioOperator(RunLifecycle, BaseOperator):
                     uncertain_start_message(start.scenario_id, sent_at, str(exc))
                 ) from exc
             _store_delete(store, self.log)  # refused: nothing started, a retry may start
+            if not exc.reached_service:
+                raise AirflowException(
+                    f"Nothing was started: the start of scenario {start.scenario_id!r} never reached the "
+                    f"service ({exc}). Check the connection {self.loadtest_conn_id!r} (its host, port and "
+                    "scheme) and that the service runs; a retry of this task starts the load test."
+                ) from exc
             raise
         except ValueError as exc:  # a 2xx without the run's ids: the service may have started it
             raise AirflowFailException(uncertain_start_message(start.scenario_id, sent_at, str(exc))) from exc

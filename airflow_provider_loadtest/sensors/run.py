@@ -180,6 +180,7 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
             self._check_file_settings()
             self._gate_spec(context)
             run = self._adopt(context, self._resolve_run(context))
+        self._say_a_pending_stop(run)
         if self.deferrable:
             first = self._soft(lambda: self.poke(context))
             if first.is_done:
@@ -197,6 +198,30 @@ class LoadTestRunSensor(RunLifecycle, BaseSensorOperator):
                 stop = decision(run.bench_result_id, "timeout", time.time(), "the sensor's timeout")
                 self._stop_for(run, stop)
             raise
+
+    def _say_a_pending_stop(self, run: StartedRun) -> None:
+        """The task that started ``run`` was ended while nobody could tell whether a person ended it
+        (``decisions.stops.PendingStop``): say so, with how to stop it. The sensor never stops a run it
+        did not start on a person's behalf, and leaves the pending stop to that task's next try."""
+        from airflow_provider_loadtest.decisions.run_record import stop_hint
+        from airflow_provider_loadtest.lifecycle import support
+
+        try:
+            pending = support.read_pending_stop(run.bench_result_id)
+        except Exception as exc:
+            self.log.warning(
+                "Could not read whether a stop of run %s was left pending: %s",
+                run.bench_result_id,
+                support.describe_error(exc),
+            )
+            return
+        if pending is not None:
+            self.log.warning(
+                "A stop of run %s is pending: %s. This sensor did not start the run and does not stop it. %s",
+                run.bench_result_id,
+                pending.describe(),
+                stop_hint(run.bench_result_id, run.report_url, self.loadtest_conn_id),
+            )
 
     def _soft(self, look: Callable[[], PokeReturnValue]) -> PokeReturnValue:
         """A look outside Airflow's sensor loop (the deferrable sensor's first), failing as that loop

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.chaos.runner import make_plan, run_chaos
+from tests.load import cpu_hog
 
 pytestmark = pytest.mark.integration
 
@@ -31,6 +32,7 @@ def test_plan_is_reproducible_and_covers_every_route_and_start_fault() -> None:
 
 def test_chaos_smoke_keeps_every_rule() -> None:
     lines: list[str] = []
-    report = run_chaos(SMOKE_TASK_INSTANCES, seed=11, workers=18, log=lines.append)
+    with cpu_hog():  # on a loaded machine (issue 34): the cores busy beside it
+        report = run_chaos(SMOKE_TASK_INSTANCES, seed=11, workers=18, log=lines.append)
     print("\n".join(lines))
     assert report.breaches == [], "\n".join(lines)

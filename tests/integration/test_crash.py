@@ -29,6 +29,8 @@ from airflow_provider_loadtest.simulator import SimulatorHandle, run_simulator
 from airflow_provider_loadtest.simulator.faults import FaultSpec
 from devtools.airflow_cluster import AirflowProcesses, clean_environ, free_port, wait_for
 from tests.chaos.runner import default_seed
+from tests.load import cpu_hog
+from tests.production.hostname import SLOW_STATE_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +39,13 @@ CASE_TIMEOUT_S = 240.0
 STARTUP_TIMEOUT_S = 180.0
 #: The triggerer's own environment: a connection the workers have and it cannot read (a secrets backend
 #: configured on workers only, a variable missing from its deployment).
-TRIGGERER_ENV = {"AIRFLOW_CONN_LOADTEST_WORKERS_ONLY": "not a connection"}
+#: And a slow control plane (issue 34): its task-instance state reads (a trigger's ``on_kill``) answered
+#: after 6-20 s, as a busy API server does (``tests.production.hostname``).
+TRIGGERER_ENV = {
+    "AIRFLOW_CONN_LOADTEST_WORKERS_ONLY": "not a connection",
+    "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tests.production.hostname.from_env",
+    SLOW_STATE_ENV: "6,20",
+}
 
 DAG_FILE = """
 from datetime import datetime, timedelta
@@ -151,7 +159,8 @@ class Cluster(AirflowProcesses):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with run_simulator(_seed()) as sim:
+    # On a loaded machine (issue 34): the cores busy beside the cluster for the whole module.
+    with cpu_hog(), run_simulator(_seed()) as sim:
         airflow = Cluster(tmp_path_factory.mktemp("crash-home"), sim)
         try:
             airflow.start("api-server")

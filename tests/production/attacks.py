@@ -31,6 +31,9 @@ DAG_OF = {SYNC: "prod_sync", DEFERRABLE: "prod_deferrable"}
 ROUND_SLACK_S = 420.0
 #: The database outage of the issue (a failover, a restart of the host).
 OUTAGE_S = 45.0
+#: How long a person's stop may take to land after the task instance ended: the trigger's patience with
+#: a slow API server (``triggers.run.STATE_READ_BUDGET_S``, 120 s) and the stop call, with a margin.
+STOP_LANDS_S = 180.0
 #: How long the simulator holds the answer of a start (``worker SIGKILL mid-start``).
 START_HELD_S = 30.0
 
@@ -96,6 +99,7 @@ class Round:
     number: int
     tis: list[Ti]
     struck_at: float = 0.0
+    struck_mono: float = 0.0  # the same moment on the simulator's (monotonic) clock
     notes: list[str] = field(default_factory=list)
     victims: set[str] = field(default_factory=set)  # run ids of the task instances hit directly
 
@@ -133,6 +137,7 @@ class TiResult:
     cause: str | None
     message: str
     verdict_s: float | None
+    stopped_s: float | None = None  # from the strike to the run's stop in the service (the last stopped)
     stop_lines: list[str] = field(default_factory=list)  # what the logs say about stopping the run
     logs: str = ""  # the folder of the task instance's logs
     broken: list[str] = field(default_factory=list)
@@ -351,7 +356,10 @@ ATTACKS: dict[str, Attack] = {
             "mark-failed",
             "mark failed while running",
             (SYNC, DEFERRABLE),
-            30,
+            # Long enough that a stop behind a slow state read (``production_rig(loaded=True)``: 6-20 s,
+            # queued behind the triggerer's other reads) still finds the run going: a 30 s run ended by
+            # itself first. The task instances end at the mark, so the round is no longer for it.
+            120,
             mark_failed,
             Expect(state="failed", starts=1, stopped=1, max_stop_calls=1),
         ),
@@ -422,6 +430,17 @@ def _ended(cluster: ProdCluster, ti: Ti) -> bool:
     return cluster.dag_run_state(ti.dag_id, ti.run_id) in ("success", "failed")
 
 
+def _stops_landed(cluster: ProdCluster, ti: Ti, expected: int) -> bool:
+    """``expected`` of the task instance's runs ended stopped, or every one of them ended (by itself:
+    a stop too late, which ``check`` then reports)."""
+    from airflow_provider_loadtest.simulator.state import TERMINAL_STATES
+
+    runs = _runs(cluster, ti)
+    now = cluster.sim.state.clock.now()
+    stopped = sum(run.stopped_at is not None for run in runs)
+    return stopped >= expected or all(run.state(now) in TERMINAL_STATES for run in runs)
+
+
 def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> list[TiResult]:
     attack = rnd.attack
     from airflow_provider_loadtest.simulator.faults import FaultSpec
@@ -451,6 +470,7 @@ def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> l
         rnd.notes.append(f"never reached the phase: {exc}")
         log(f"  {attack.name} #{rnd.number}: {exc}")
     rnd.struck_at = time.time()
+    rnd.struck_mono = time.monotonic()
     restarts_before = len(cluster.restarts)
     attack.strike(cluster, rnd)
     log(f"  {attack.name} #{rnd.number}: struck ({'; '.join(rnd.notes)})")
@@ -464,6 +484,19 @@ def run_round(cluster: ProdCluster, rnd: Round, log: Callable[[str], None]) -> l
         )
     except AssertionError as exc:
         rnd.notes.append(str(exc))
+    if attack.expect.stopped:
+        # A person's stop may land well after the task instance ended: a deferred task is failed at
+        # once, and its trigger's on_kill asks the task's state of an API server that may be slow
+        # (``production_rig(loaded=True)``: 6-20 s) before it stops the run. Wait for it, bounded.
+        try:
+            wait_for(
+                f"the runs of {attack.name} round {rnd.number} to be stopped",
+                lambda: all(_stops_landed(cluster, ti, attack.expect.stopped) for ti in rnd.tis),
+                STOP_LANDS_S,
+                1,
+            )
+        except AssertionError as exc:
+            rnd.notes.append(str(exc))
     # A stop sent by a process that outlived its task (a woken triggerer) lands a little later.
     time.sleep(5)
     for when, name, code in cluster.restarts[restarts_before:]:
@@ -522,6 +555,8 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
     end = row.get("end_date")
     verdict_s = end.timestamp() - rnd.struck_at if isinstance(end, datetime) else None
     state = row.get("state")
+    stops = [run.stopped_at for run in runs if run.stopped_at is not None]
+    stopped_s = max(stops) - rnd.struck_mono if stops and rnd.struck_mono else None
     messages = log_messages(cluster.task_logs(ti.dag_id, ti.run_id))
     cause, message = classify(messages) if state != "success" else (None, "")
     result = TiResult(
@@ -538,6 +573,7 @@ def collect(cluster: ProdCluster, rnd: Round, ti: Ti) -> TiResult:
         cause=cause,
         message=message,
         verdict_s=verdict_s,
+        stopped_s=stopped_s,
         stop_lines=[f"{name}: {text[:300]}" for name, text in messages if STOP_LINE.search(text)],
         logs=str(cluster.task_log_folder(ti.dag_id, ti.run_id)),
     )

@@ -100,6 +100,8 @@ class ProdCluster(AirflowProcesses):
                 for name in WORKERS
             },
         }
+        #: Environment for some components only (``production_rig(loaded=True)``: slow state reads).
+        self.component_env: dict[str, dict[str, str]] = {}
         self._lock = threading.RLock()
         self._held: set[str] = set()
         self._closing = threading.Event()
@@ -134,7 +136,8 @@ class ProdCluster(AirflowProcesses):
     def start_component(self, name: str) -> None:
         spec = self.components[name]
         with self._lock:
-            self.start(name, *spec.args, command=spec.command, env={"LOADTEST_RIG_HOSTNAME": name})
+            env = {"LOADTEST_RIG_HOSTNAME": name, **self.component_env.get(name, {})}
+            self.start(name, *spec.args, command=spec.command, env=env)
 
     def close(self) -> None:
         self._closing.set()

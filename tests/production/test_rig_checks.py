@@ -99,3 +99,44 @@ def test_the_summary_counts_wrong_verdicts_and_healthy_runs_stopped() -> None:
     assert (sigterm["wrong verdicts"], sigterm["healthy runs stopped"], sigterm["rules broken"]) == (1, 1, 1)
     clear = rows[ATTACKS["clear-sync"].what]
     assert (clear["starts"], clear["healthy runs stopped"], clear["rules broken"]) == (2, 0, 0)
+
+
+def test_the_slow_state_reads_hold_each_read_and_say_so(monkeypatch: object, capsys: object) -> None:
+    """``LOADTEST_RIG_SLOW_STATE_S`` (issue 34) holds every task-instance state read of the process that
+    read it, once patched, and says each hold (the rig counts them); without it nothing changes."""
+    import time
+
+    import pytest
+    from airflow.sdk.api.client import TaskInstanceOperations
+
+    from tests.production import hostname
+
+    mp: pytest.MonkeyPatch = monkeypatch  # type: ignore[assignment]
+    mp.setattr(hostname, "_slowed", [])
+    mp.setattr(TaskInstanceOperations, "get_task_states", lambda self, **kw: "answer")
+    mp.delenv(hostname.SLOW_STATE_ENV, raising=False)
+    hostname.from_env()
+    assert TaskInstanceOperations.get_task_states(None) == "answer"  # type: ignore[arg-type]
+    mp.setenv(hostname.SLOW_STATE_ENV, "0.2,0.3")
+    hostname.from_env()
+    hostname.from_env()  # patched once
+    began = time.monotonic()
+    assert TaskInstanceOperations.get_task_states(None) == "answer"  # type: ignore[arg-type]
+    assert 0.2 <= time.monotonic() - began < 1.0
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.count(hostname.HOLD_LINE) == 1
+
+
+def test_the_cpu_hog_is_busy_and_gone_after() -> None:
+    import psutil  # type: ignore[import-untyped]
+
+    from tests.load import cpu_hog
+
+    with cpu_hog(processes=1, seconds=30) as pids:
+        import time
+
+        proc = psutil.Process(pids[0])
+        before = sum(proc.cpu_times()[:2])
+        time.sleep(1.0)
+        assert sum(proc.cpu_times()[:2]) - before > 0.05  # it burns CPU (a share of a busy machine's)
+    assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == psutil.STATUS_ZOMBIE

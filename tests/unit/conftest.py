@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,21 @@ def triggers_fire_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unit tests drive triggers in-process, with no scheduler to race: no settling seconds
     (``tests/unit/test_trigger_settle.py`` tests them)."""
     monkeypatch.setattr("airflow_provider_loadtest.triggers.common.EVENT_SETTLE_S", 0.0)
+
+
+@pytest.fixture(autouse=True)
+def no_pending_stops(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Airflow's Variables, where a trigger leaves a stop nobody could confirm (issue 34), as a dict:
+    empty unless a test puts one there (no Airflow Variable is read or written by the unit tests)."""
+    from airflow_provider_loadtest.lifecycle import support
+
+    pending: dict[str, Any] = {}
+    monkeypatch.setattr(support, "read_pending_stop", pending.get)
+    monkeypatch.setattr(support, "clear_pending_stop", lambda run: pending.pop(run, None))
+    monkeypatch.setattr(
+        support, "write_pending_stop", lambda stop: pending.__setitem__(stop.bench_result_id, stop)
+    )
+    return pending
 
 
 @pytest.fixture(autouse=True)

@@ -495,6 +495,7 @@ def test_start_in_flight_is_recorded_before_the_start_request(
             "run": None,
             "stopped": None,
             "clear_number": 0,  # the DAG run's, as Airflow gives it: a later clear raises it
+            "try_number": 1,  # the try that sent the start: a retry names it (issue 34)
         }
     ]
     assert store.data[RUN_RECORD_KEY]["run"]["bench_result_id"] == "br-1"
@@ -790,7 +791,7 @@ def test_a_failing_store_read_on_a_retry_starts_nothing(
             ["RUNNING", "FINISHED"],
             False,
             0,
-            "Re-attaching to run br-1 started by an earlier try (state RUNNING)",
+            "Re-attaching to run br-1 that an earlier try started (state RUNNING)",
         ),
         (
             ["FINISHED"],

@@ -380,6 +380,9 @@ def test_trigger_on_kill_stops_only_for_a_person(
 ) -> None:
     """Issue 17, point 1: a triggerer that stalled past its health threshold lost its waits to the other
     triggerer; on waking it cancelled them, Airflow called on_kill, and every run was stopped."""
+    from tests.unit.test_stop_pending import quick_asks
+
+    quick_asks(monkeypatch, budget_s=5.0 if readable else 0.3)  # an unreadable state: the budget runs out
     seen = _plug_answering_run(monkeypatch, run_state)
     monkeypatch.setattr(run_lifecycle, "task_instance_state", lambda ti: (readable, state))
     asyncio.run(_trigger().on_kill())
