@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tests.production import services
 from tests.production.attacks import ATTACKS, format_table, summary_rows
+from tests.production.gate_memory import check_gate_memory
 from tests.production.rig import missing_prerequisites, production_rig, run_attacks
 
 
@@ -49,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     broken = False
     with production_rig(attacks, args.repeat, log, keep=args.keep, loaded=args.loaded) as cluster:
         results = run_attacks(cluster, attacks, args.repeat, log)
-        broken = any(r.broken for r in results)
+        memory_broken = check_gate_memory(cluster)  # the gate's memory on PostgreSQL (issue 33)
+        for line in memory_broken:
+            log(f"BROKEN gate memory: {line}")
+        broken = any(r.broken for r in results) or bool(memory_broken)
         cluster.keep_home = broken  # the logs that show what broke
     log("")
     log(format_table(summary_rows(results)))

@@ -1,5 +1,8 @@
 """The gate's memory on the production rig (issue 33): PostgreSQL, Celery with two workers, two triggerers.
 
+``check_gate_memory`` runs on the rig of the CI slice (``test_production_slice.py``) after its attacks, and
+in ``make test-prod``.
+
 Every DAG run here is triggered through the REST API with ``logical_date: null``, as ``airflow dags
 trigger``, ``TriggerDagRunOperator`` and asset-scheduled runs make them. On PostgreSQL (NULLS FIRST in a
 descending sort) the chain of histories this replaces froze on such a run: every later night read the
@@ -16,13 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Any
-
-import pytest
-
-from tests.production.rig import missing_prerequisites, production_rig
-from tests.system_installs import skip_or_fail
-
-pytestmark = [pytest.mark.integration, pytest.mark.production]
 
 DAG_ID, MAPPED = "rig_gate_memory", "rig_gate_memory_mapped"  # not prod_*: the rig waits for its own two
 P95 = "RESPONSE_TIME_PERCENTILE_95"
@@ -91,13 +87,3 @@ def check_gate_memory(cluster: Any) -> list[str]:
         if not (row["passed"] and row["history_n"] == 1):
             broken.append(f"mapped gate reordered, map index {index}: {row}")
     return broken
-
-
-def test_every_night_counts_once_in_order_and_an_acceptance_holds_on_postgresql() -> None:
-    why = missing_prerequisites()
-    if why:
-        skip_or_fail(why)
-    lines: list[str] = []
-    with production_rig([], 1, lines.append) as cluster:
-        broken = check_gate_memory(cluster)
-    assert not broken, "\n".join(broken + lines[-10:])
