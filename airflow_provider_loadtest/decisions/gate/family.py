@@ -41,6 +41,7 @@ from typing import Any
 from airflow_provider_loadtest.decisions.gate.history import (
     FENCE,
     FENCE_FROM,
+    REFERENCE_NIGHTS,
     Decision,
     GateHistory,
     HistorySettings,
@@ -50,11 +51,13 @@ from airflow_provider_loadtest.decisions.gate.history import (
     SeriesKey,
     accept,
     admit,
+    creep_windows,
     decide,
     estimate,
     nominal_false_alarm_rate,
     regression_reason,
     threshold_factor,
+    with_creep,
 )
 from airflow_provider_loadtest.decisions.gate.rows import NOISE, PASS, REGRESSION, STATUSES, SUSPECTED
 
@@ -62,6 +65,7 @@ __all__ = [  # noqa: RUF022 - grouped by meaning, not sorted
     "FAMILY_FROM",
     "NIGHT_SHARE",
     "ONE_NIGHT_SHARE",
+    "CREEP_SHARE",
     "FAMILY_SPLIT",
     "TRIM",
     "MIN_TAIL_SAMPLES",
@@ -84,6 +88,10 @@ FAMILY_FROM = 8
 #: fifth, because the night effect's noise is most of the noise when the environment is shared, so a
 #: change of every series is a small step in its units (about 2.8 sd for 2.5 sd of each series).
 NIGHT_SHARE = 0.2
+#: Of each share (the series' and the night effect's), the part spent on the creep test (issue 33:
+#: the mean of the last nights against the reference level, ``history.creep_test``); the rest goes to
+#: the tests of tonight against the recent nights, split as below.
+CREEP_SHARE = 0.15
 #: Of a test's budget, the share of its one-night test (the rest: the persistence test), as the
 #: settings' defaults split one series' (fail_z 2.5: 0.62 %, persist_z 2.8: 0.26 %).
 ONE_NIGHT_SHARE = 0.7
@@ -229,7 +237,9 @@ class Budget:
         step too small for the one-night test is caught on its second night) and one of
         ``persist_nights`` nights."""
         budget = settings.false_alarm_budget
-        share = budget * (1 - NIGHT_SHARE if with_night else 1) / max(1, tested)
+        whole = budget * (1 - NIGHT_SHARE if with_night else 1) / max(1, tested)
+        creep = whole * CREEP_SHARE if tested > 1 else 0.0
+        share = whole - creep
         if tested > 1:  # the two-night test gets the most: a 4 sd step is caught within two nights
             single, two, lasting = (share * part for part in FAMILY_SPLIT)
         else:  # one series: exactly the settings' split
@@ -239,15 +249,22 @@ class Budget:
             max(settings.persist_z, z_of(lasting)),
             max(settings.suspect_z, z_of(nominal_false_alarm_rate(settings.suspect_z) / max(1, tested))),
             _windows(settings, two, lasting) if tested > 1 else (),
+            creep_windows(creep) if tested > 1 else Quantiles.of(settings).creep,
         )
         night = None
         if with_night:
-            night_single = budget * NIGHT_SHARE * ONE_NIGHT_SHARE
-            night_lasting = budget * NIGHT_SHARE * (1 - ONE_NIGHT_SHARE)
+            night_budget = budget * NIGHT_SHARE * (1 - CREEP_SHARE)
+            night_single = night_budget * ONE_NIGHT_SHARE
+            night_lasting = night_budget * (1 - ONE_NIGHT_SHARE)
             # The night effect's persistence test is of persist_nights nights only: a shift of every
             # series by 2.5 sd is about 2.8 sd of the night effect's own noise when most of the noise
             # is shared, caught within three nights by a three-night test, not by a two-night one.
-            night = Quantiles(z_of(night_single), z_of(night_lasting), settings.suspect_z)
+            night = Quantiles(
+                z_of(night_single),
+                z_of(night_lasting),
+                settings.suspect_z,
+                creep=creep_windows(budget * NIGHT_SHARE * CREEP_SHARE),
+            )
         return cls(tested, series, night)
 
     def text(self, settings: HistorySettings, nights: int) -> str:
@@ -259,14 +276,25 @@ class Budget:
             text = f"{threshold_factor(q.fail_z, n):.1f} sd to fail on one night"
             for m, z in q.persistence(days):
                 text += f", {threshold_factor(z, n, m):.1f} sd a night over {m} nights"
+            if q.creep:
+                m, z = q.creep[-1]
+                text += (
+                    f", or creep {z * math.sqrt(1 / m + 1 / REFERENCE_NIGHTS):.1f} sd from its reference "
+                    f"level (the mean of its last {m} nights against its first {REFERENCE_NIGHTS})"
+                )
             return text
 
         count = 100 * settings.false_alarm_budget
         per = f"{count:g} red clean night{'' if count == 1 else 's'} in 100"
         beyond = " beyond the night's shared movement" if self.night is not None else ""
+        creep = (
+            f" ({100 * CREEP_SHARE:g} % of it for the creep tests against the reference levels)"
+            if self.series.creep and self.tested > 1
+            else ""
+        )
         line = (
-            f"Budget: at most {per} for the whole gate; with {self.tested} series judged together, a "
-            f"single series must move {moves(self.series)}{beyond}"
+            f"Budget: at most {per} for the whole gate{creep}; with {self.tested} series judged together, "
+            f"a single series must move {moves(self.series)}{beyond}"
         )
         if self.night is not None:
             line += f"; every series together (the night effect) {moves(self.night)}"
@@ -444,13 +472,19 @@ def judge_family(
     settings: HistorySettings,
     *,
     fallback: Callable[[SeriesNight, SeriesHistory], tuple[NightJudgement, SeriesHistory]],
+    when: str | None = None,
 ) -> FamilyNight:
     """Judge every series of one night together (see the module's docstring).
 
     ``history`` must be readable for every series given (the caller fails the others as not
     measured). ``fallback`` judges a series whose history is too short to have a noise (today's
     warm-up rule, ``history.judge_night``). Returns each series' judgement and next history, the
-    night effect and the night effect's next history."""
+    night effect and the night effect's next history. ``when``: the night's date (ISO), kept with a
+    reference level that begins tonight and said in a creep's message.
+
+    A night whose night effect failed (every series moved together beyond the usual: a regression of
+    the whole run, or a glitch of the environment) leaves every series' history as it was: its values
+    measured something else, and would distort the nights after it."""
     judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]] = {}
     histories = {s.key: history.get(s.key) for s in series}
     scales = choose_scales(
@@ -463,7 +497,7 @@ def judge_family(
     for night in series:
         own = histories[night.key]
         if night.accepted:
-            judgements[night.key] = accept(night.value, len(own.values))
+            judgements[night.key] = accept(night.value, len(own.values), when=when)
             continue
         few = _few_samples(night)
         if few is not None:
@@ -486,15 +520,22 @@ def judge_family(
         judgements[night.key] = fallback(night, own)
     own_sd: dict[SeriesKey, float] = {}
     for member in members:
-        judgement, after, moved = _judge_member(member, shift, budget.series, settings)
+        judgement, after, moved = _judge_member(member, shift, budget.series, settings, when)
         judgements[member.night.key] = (judgement, after)
         own_sd[member.night.key] = moved
     effect: NightEffect | None = None
     night_history = history.night
     if shift is not None:
         effect, night_history = _judge_night_effect(
-            shift, members, history.night or SeriesHistory(), budget, settings
+            shift, members, history.night or SeriesHistory(), budget, settings, when
         )
+        for key, (judged, kept) in list(judgements.items()):
+            if kept is not None and len(kept.values) == 1 and kept.accepted and not kept.shifts:
+                # an accepted night: its night effect, measured on the others, goes with it
+                judgements[key] = (judged, replace(kept, shifts=(shift,), reference_shifts=(shift,)))
+    if effect is not None and effect.status == REGRESSION:
+        for member in members:  # the night failed as a whole: no series learns from it
+            judgements[member.night.key] = (judgements[member.night.key][0], None)
     budget_text = None
     if budget.tested > 1:
         budget_text = budget.text(settings, max((m.n for m in members), default=0))
@@ -555,7 +596,11 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
 
 
 def _judge_member(
-    member: _Member, shift: float | None, quantiles: Quantiles, settings: HistorySettings
+    member: _Member,
+    shift: float | None,
+    quantiles: Quantiles,
+    settings: HistorySettings,
+    when: str | None = None,
 ) -> tuple[NightJudgement, SeriesHistory, float]:
     """One series among the others. With a night effect tonight and enough nights whose night effect
     is known, on what it moved beyond what tonight's night effect predicts for it (its values against
@@ -595,6 +640,29 @@ def _judge_member(
         change_pct=member.pct,
         max_regression_pct=member.night.max_regression_pct,
     )
+    if decision.status != REGRESSION:
+        # The creep test: the series' level (its value less what the night effect of its night explains,
+        # by the line's slope) against its reference level; its noise from night-to-night differences.
+        slope = line.slope if beyond_night and line is not None else 0.0
+
+        def level(value: float, night_shift: float | None) -> float | None:
+            if value <= 0 and log:
+                return None
+            if slope and night_shift is None:
+                return None
+            return sign * (member.to_scale(value) - slope * (night_shift or 0.0))
+
+        decision = with_creep(
+            decision,
+            member.night.value,
+            own,
+            to_level=level,
+            tonight_shift=shift,
+            windows=quantiles.creep,
+            change_pct=member.pct,
+            max_regression_pct=member.night.max_regression_pct,
+            when=when,
+        )
     band = threshold_factor(quantiles.fail_z, n) * noise
     edges = sorted((member.from_scale(expected - band), member.from_scale(expected + band)))
     centre_value = member.from_scale(member.centre)
@@ -621,6 +689,9 @@ def _noise_in_units(member: _Member) -> float:
 
 def _reason(decision: Decision, member: _Member, centre: float, beyond_night: bool) -> str | None:
     scale = " (judged on a log scale)" if member.scale == LOG and decision.status == REGRESSION else ""
+    if decision.creep:
+        beyond = ", beyond the night's shared movement" if beyond_night else ""
+        return decision.creep + beyond + scale
     if not beyond_night:
         reason = regression_reason(decision, centre, member.night.max_regression_pct)
         return reason + scale if reason else None
@@ -649,9 +720,11 @@ def _judge_night_effect(
     history: SeriesHistory,
     budget: Budget,
     settings: HistorySettings,
+    when: str | None = None,
 ) -> tuple[NightEffect, SeriesHistory]:
     """The night effect against its own history: a regression of the whole run when every series
-    moved together beyond the usual shared noise (and, for the median series, beyond its bound)."""
+    moved together beyond the usual shared noise (and, for the median series, beyond its bound), or
+    when it crept from its reference level (every series creeping together)."""
     bounds = sorted(m.night.max_regression_pct for m in members)
     bound = bounds[len(bounds) // 2]
     if len(history.values) < settings.min_history or budget.night is None:
@@ -660,6 +733,8 @@ def _judge_night_effect(
             "judge it: each series is judged on its own movement meanwhile"
         )
         effect = NightEffect(shift, len(members), PASS, history_n=len(history.values), note=warming)
+        if not history.values and not history.recent:
+            history = SeriesHistory(since=when)
         return effect, admit(history, shift, Decision(NOISE), settings)
     fit = estimate(history.values)
     noise = fit.sd if fit.sd > 0 else 1e-9
@@ -678,8 +753,22 @@ def _judge_night_effect(
         change_pct=change_pct,
         max_regression_pct=bound,
     )
+    if decision.status != REGRESSION:
+        decision = with_creep(
+            decision,
+            shift,
+            history,
+            to_level=lambda v, _f: v,
+            tonight_shift=None,
+            windows=budget.night.creep,
+            change_pct=change_pct,
+            max_regression_pct=bound,
+            when=when,
+        )
     reason: str | None = None
-    if decision.status == REGRESSION:
+    if decision.creep:
+        reason = f"every series together {decision.creep}"
+    elif decision.status == REGRESSION:
         reason = (
             f"{decision.over} every series worse together by more than the usual shared noise "
             f"explains and, for the median series, by more than {_fmt(bound)} %"
