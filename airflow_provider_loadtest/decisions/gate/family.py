@@ -42,22 +42,28 @@ from airflow_provider_loadtest.decisions.gate.history import (
     FENCE,
     FENCE_FROM,
     REFERENCE_NIGHTS,
+    Creep,
     Decision,
     GateHistory,
     HistorySettings,
+    Levels,
     NightJudgement,
     Quantiles,
     SeriesHistory,
     SeriesKey,
     accept,
     admit,
+    creep_levels,
+    creep_reason,
     creep_windows,
     decide,
+    drift_free_noise,
     estimate,
     nominal_false_alarm_rate,
     regression_reason,
+    t_quantile,
     threshold_factor,
-    with_creep,
+    with_reference,
 )
 from airflow_provider_loadtest.decisions.gate.rows import NOISE, PASS, REGRESSION, STATUSES, SUSPECTED
 
@@ -533,6 +539,10 @@ def judge_family(
             if kept is not None and len(kept.values) == 1 and kept.accepted and not kept.shifts:
                 # an accepted night: its night effect, measured on the others, goes with it
                 judgements[key] = (judged, replace(kept, shifts=(shift,), reference_shifts=(shift,)))
+    if shift is not None and effect is not None:
+        effect, night_history = _creeps(
+            members, judgements, budget, settings, shift, effect, history.night, night_history, when
+        )
     if effect is not None and effect.status == REGRESSION:
         for member in members:  # the night failed as a whole: no series learns from it
             judgements[member.night.key] = (judgements[member.night.key][0], None)
@@ -640,29 +650,6 @@ def _judge_member(
         change_pct=member.pct,
         max_regression_pct=member.night.max_regression_pct,
     )
-    if decision.status != REGRESSION:
-        # The creep test: the series' level (its value less what the night effect of its night explains,
-        # by the line's slope) against its reference level; its noise from night-to-night differences.
-        slope = line.slope if beyond_night and line is not None else 0.0
-
-        def level(value: float, night_shift: float | None) -> float | None:
-            if value <= 0 and log:
-                return None
-            if slope and night_shift is None:
-                return None
-            return sign * (member.to_scale(value) - slope * (night_shift or 0.0))
-
-        decision = with_creep(
-            decision,
-            member.night.value,
-            own,
-            to_level=level,
-            tonight_shift=shift,
-            windows=quantiles.creep,
-            change_pct=member.pct,
-            max_regression_pct=member.night.max_regression_pct,
-            when=when,
-        )
     band = threshold_factor(quantiles.fail_z, n) * noise
     edges = sorted((member.from_scale(expected - band), member.from_scale(expected + band)))
     centre_value = member.from_scale(member.centre)
@@ -678,6 +665,141 @@ def _judge_member(
         note=_note(decision, tonight / noise, beyond_night),
     )
     return judgement, admit(own, member.night.value, decision, settings, shift), tonight / noise
+
+
+@dataclass(frozen=True)
+class _Drift:
+    """A member's nights for the creep test (``history.creep_levels``, on its scale, worse positive):
+    its noise beyond the night effect (night-to-night differences of its values less the line's share
+    of their nights' effects) and how much of every series' common movement it shares (``loading``,
+    in its own noise sd per sd of the night effect)."""
+
+    member: _Member
+    levels: Levels
+    own_noise: float
+    dof: int
+    loading: float
+    total: float  # its noise sd, night effect included (night-to-night)
+
+
+def _drift(member: _Member, settings: HistorySettings) -> _Drift | None:
+    own, log = member.history, member.scale == LOG
+
+    def level(value: float, _shift: float | None) -> float | None:
+        if log and value <= 0:
+            return None
+        return member.sign * member.to_scale(value)
+
+    found = creep_levels(member.night.value, own, level)
+    if found is None or found.noise <= 0:
+        return None
+    shifts = own.shifts if len(own.shifts) == len(own.values) else (None,) * len(own.values)
+    points = [(f, member.to_scale(v)) for v, f in zip(own.values, shifts, strict=True) if f is not None]
+    line = _fit_line(points) if len(points) >= settings.min_history + 2 else None
+    if line is None or len(points) < len(own.values) // 2:
+        return _Drift(member, found, found.noise, found.dof, 1.0, found.noise)
+    own_noise, dof = drift_free_noise([y - line.slope * f for f, y in points])
+    if own_noise <= 0:
+        return None
+    loading = min(3.0, max(0.0, line.slope / found.noise))
+    return _Drift(member, found, own_noise, dof, loading, found.noise)
+
+
+def _creeps(
+    members: Sequence[_Member],
+    judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]],
+    budget: Budget,
+    settings: HistorySettings,
+    shift: float,
+    effect: NightEffect,
+    night_before: SeriesHistory | None,
+    night_history: SeriesHistory | None,
+    when: str | None,
+) -> tuple[NightEffect, SeriesHistory | None]:
+    """The creep tests of a gate of many series (issue 33), every level against its reference level
+    (which does not move with a creep), for each window of m nights:
+
+    * every series' movement ``d`` (the mean of its last m nights less its reference's, in its noise
+      sd), and their trimmed mean, the **common creep** (what every series moved together: the
+      night effect over those nights, measured from the references rather than from the moving
+      centres): judged against the night effect's own noise (night-to-night) at the night effect's
+      creep quantile; a creep of every series together fails as a regression of the whole run;
+    * each series on what it moved beyond its share of the common creep, against its own noise
+      beyond the night effect, at its creep quantile.
+
+    Updates ``judgements`` in place (a creeping series fails and its night does not join) and returns
+    the night effect and its history (failed when every series crept together)."""
+    drifts = [d for m in members if (d := _drift(m, settings)) is not None]
+    if len(drifts) < FAMILY_FROM or not budget.series.creep:
+        return effect, night_history
+    worst: dict[SeriesKey, tuple[float, Creep]] = {}
+    common_worst: tuple[float, int, float] | None = None
+    night_noise, night_dof = drift_free_noise(night_before.values) if night_before is not None else (0.0, 0)
+    night_windows = dict(budget.night.creep) if budget.night is not None else {}
+    for m, z in budget.series.creep:
+        ready = [d for d in drifts if d.levels.after_reference >= m and len(d.levels.levels) >= m]
+        if len(ready) < FAMILY_FROM:
+            continue
+        moved = {
+            id(d): math.fsum(d.levels.levels[-m:]) / m
+            - math.fsum(d.levels.reference) / len(d.levels.reference)
+            for d in ready
+        }
+        common = _trimmed_mean([moved[id(d)] / d.total for d in ready])
+        reach = math.sqrt(1 / m + 1 / REFERENCE_NIGHTS)
+        if m in night_windows and night_noise > 0 and night_dof > 0:
+            beyond = common / (t_quantile(night_windows[m], night_dof) * reach * night_noise)
+            bound = sorted(d.member.night.max_regression_pct for d in ready)[len(ready) // 2]
+            pct = sorted(d.member.pct(common * d.total) for d in ready)[len(ready) // 2]
+            if beyond > 1 and pct > bound and (common_worst is None or beyond > common_worst[0]):
+                common_worst = (beyond, m, common)
+        for d in ready:
+            reach_d = math.sqrt(1 / m + 1 / len(d.levels.reference))
+            own = moved[id(d)] - d.loading * common * d.total
+            if d.member.pct(own) <= d.member.night.max_regression_pct:
+                continue
+            beyond = own / (t_quantile(z, d.dof) * reach_d * d.own_noise)
+            key = d.member.night.key
+            if beyond > 1 and (key not in worst or beyond > worst[key][0]):
+                worst[key] = (beyond, Creep(m, own, d.own_noise))
+    for d in drifts:
+        key = d.member.night.key
+        judged, _ = judgements[key]
+        if key not in worst or judged.status == REGRESSION:
+            continue
+        creep = worst[key][1]
+        history = with_reference(d.member.history)
+        reason = creep_reason(creep, d.member.pct(creep.moved), history, when)
+        reason += ", beyond what every series moved together"
+        if d.member.scale == LOG:
+            reason += " (judged on a log scale)"
+        failed = Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
+        judgements[key] = (
+            replace(judged, status=REGRESSION, reason=reason, note=None),
+            admit(d.member.history, d.member.night.value, failed, settings, shift),
+        )
+    if common_worst is None or effect.status == REGRESSION:
+        return effect, night_history
+    _, m, common = common_worst
+    ages = sorted(with_reference(d.member.history).age for d in drifts)
+    sinces = sorted(s for d in drifts if (s := d.member.history.since))
+    pct = sorted(d.member.pct(common * d.total) for d in drifts)[len(drifts) // 2]
+    since = f" since {sinces[len(sinces) // 2]}" if sinces else ""
+    reason = (
+        f"every series crept together: {pct:+.3g} % for the median series ({common:+.2f} sd) over "
+        f"{ages[len(ages) // 2] + 1} nights{since}, the mean of their last {m} nights against their "
+        "reference levels, beyond the usual shared noise and max_regression_pct; a creep does not become "
+        "the normal without a person (loadtest_accept_change)"
+    )
+    failed = Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
+    before = night_before or SeriesHistory()
+    return replace(effect, status=REGRESSION, reason=reason, note=None), admit(
+        before, shift, failed, settings
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
 
 
 def _noise_in_units(member: _Member) -> float:
@@ -753,22 +875,8 @@ def _judge_night_effect(
         change_pct=change_pct,
         max_regression_pct=bound,
     )
-    if decision.status != REGRESSION:
-        decision = with_creep(
-            decision,
-            shift,
-            history,
-            to_level=lambda v, _f: v,
-            tonight_shift=None,
-            windows=budget.night.creep,
-            change_pct=change_pct,
-            max_regression_pct=bound,
-            when=when,
-        )
     reason: str | None = None
-    if decision.creep:
-        reason = f"every series together {decision.creep}"
-    elif decision.status == REGRESSION:
+    if decision.status == REGRESSION:
         reason = (
             f"{decision.over} every series worse together by more than the usual shared noise "
             f"explains and, for the median series, by more than {_fmt(bound)} %"

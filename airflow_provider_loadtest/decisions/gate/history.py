@@ -769,8 +769,46 @@ def series_creep(
     """The creep test of one series: its nights (the history's, the recent ones that were not a
     one-night failure, tonight) as levels (``to_level(value, night effect)``: worse positive, on its
     scale, the night effect's share taken out; None: that night cannot be placed), its reference's."""
+    if not windows:
+        return None
+    found = creep_levels(value, history, to_level, tonight_shift)
+    if found is None:
+        return None
+    return creep_test(
+        found.levels,
+        found.reference,
+        after_reference=found.after_reference,
+        noise=found.noise,
+        dof=found.dof,
+        windows=windows,
+        change_pct=change_pct,
+        max_regression_pct=max_regression_pct,
+    )
+
+
+@dataclass(frozen=True)
+class Levels:
+    """A series' nights for the creep test: its levels in order (the history's within the fence, the
+    recent ones that were not a one-night failure, tonight last), its reference nights', how many of
+    the last levels came after the reference, and the noise of its history's levels (night-to-night)."""
+
+    levels: list[float]
+    reference: list[float]
+    after_reference: int
+    noise: float
+    dof: int
+
+
+def creep_levels(
+    value: float,
+    history: SeriesHistory,
+    to_level: Callable[[float, float | None], float | None],
+    tonight_shift: float | None = None,
+) -> Levels | None:
+    """The series' levels (``to_level(value, night effect)``: worse positive, on its scale; None: that
+    night cannot be placed); None without a reference or enough nights."""
     history = with_reference(history)
-    if not history.reference or not windows:
+    if not history.reference:
         return None
     levels: list[float] = []
     for i, v in enumerate(history.values):
@@ -790,21 +828,16 @@ def series_creep(
     if tonight is None or past < CREEP_REFERENCE_FROM:
         return None
     levels.append(tonight)
-    reference = [
-        one
-        for i, v in enumerate(history.reference)
-        if (one := to_level(v, history.reference_shift(i))) is not None
-    ]
-    return creep_test(
-        levels,
-        reference,
-        after_reference=kept_after + 1,
-        noise=noise,
-        dof=dof,
-        windows=windows,
-        change_pct=change_pct,
-        max_regression_pct=max_regression_pct,
+    reference = fenced(
+        [
+            one
+            for i, v in enumerate(history.reference)
+            if (one := to_level(v, history.reference_shift(i))) is not None
+        ]
     )
+    if len(reference) < CREEP_REFERENCE_FROM:
+        return None
+    return Levels(levels, reference, kept_after + 1, noise, dof)
 
 
 def judge_night(
