@@ -197,7 +197,9 @@ class SeriesHistory:
         if self.reference:
             data["reference"] = {
                 "values": list(self.reference),
-                "shifts": [self.reference_shift(i) for i in range(len(self.reference))],
+                "shifts": [self.reference_shift(i) for i in range(len(self.reference))]
+                if any(f is not None for f in self.reference_shifts)
+                else [],
                 "since": self.since,
                 "age": self.age,
                 "joined": self.joined,
@@ -266,7 +268,9 @@ def _reference_from_xcom(data: object) -> dict[str, Any]:
             raise HistoryUnreadable(f"the reference's {name!r} {count!r} is not a count of nights")
     return {
         "reference": tuple(_finite(v, "a reference value") for v in values),
-        "reference_shifts": tuple(None if f is None else _finite(f, "a night effect") for f in shifts),
+        "reference_shifts": tuple(None if f is None else _finite(f, "a night effect") for f in shifts)
+        if any(f is not None for f in shifts)
+        else (),
         "since": since,
         "age": age,
         "joined": joined,
@@ -297,7 +301,9 @@ def with_reference(history: SeriesHistory) -> SeriesHistory:
     return replace(
         history,
         reference=history.values[:count],
-        reference_shifts=history.shifts[:count] if known else (),
+        reference_shifts=history.shifts[:count]
+        if known and any(f is not None for f in history.shifts[:count])
+        else (),
         age=max(history.age, len(history.values) + len(history.recent)),
         joined=max(history.joined, len(history.values)),
     )
