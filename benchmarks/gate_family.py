@@ -1060,6 +1060,9 @@ def measure_creeps(
                 judged, _ = rule.run(state, [glitch, *clean[1:]])
                 glitches.setdefault((size, label), []).append(sum(not j.passed for j in judged[1:]))
             print(f"creeps: {size} series, {label}, season {number + 1}", file=sys.stderr, flush=True)
+        done = [r for r in results.values() if (r.case.size, r.case.noise) == (size, label)]
+        for line in creep_report(done, {k: v for k, v in glitches.items() if k == (size, label)}):
+            print(line, file=sys.stderr, flush=True)
     return list(results.values()), glitches
 
 
@@ -1231,6 +1234,8 @@ def run_creeps(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
             CreepCase("all", 0.2, 11, "independent", 20, None),
         )
         cells = ((11, "independent"),)
+    cases = tuple(c for c in cases if c.size in args.sizes)
+    cells = tuple(c for c in cells if c[0] in args.sizes)
     results, glitches = measure_creeps(args.creeps, args.max_regression_pct, args.settings, cases, cells)
     lines = [
         f"Bound {args.max_regression_pct:g} %; settings {json.dumps(dict(args.settings))}; seasons per size "
