@@ -23,6 +23,12 @@ night fails when any of them strays: 27 red nights in 100 at 41 series, 79 at 20
   nights cannot tell that (the skewness of 60 values has a standard error of 0.32), 41 series' can.
   When the pooled skewness of the series' values is clearly positive (3 standard errors) and their
   logarithms' is closer to 0, the positive series are judged on a log scale.
+* **A creep is a regression** (issue 33): each series keeps its reference level (its first nights since
+  the last accepted change, ``history.SeriesHistory.reference``), and the mean of its last 10, 20 and 40
+  nights is judged against it, which does not move with the creep (``_creeps``): what every series moved
+  together over those nights (the common creep) is judged once, as the night effect's creep, and each
+  series on what it moved beyond its share of it, in its own noise; ``CREEP_SHARE`` of each share of the
+  budget pays for it. A night whose night effect failed leaves every series' history as it was.
 * **Too few samples is not a measurement**: a transaction's percentile from fewer than
   ``MIN_TAIL_SAMPLES`` samples beyond it (an average or a median from fewer than that in all) is
   judged against its budget only, says how many samples it would need, and stays out of the history.

@@ -23,7 +23,13 @@ keeps the values of its last passing nights, in Airflow's XCom beside the verdic
   join, so a regression never becomes the new normal by itself. A person accepts a change with the
   DAG-run conf ``{"loadtest_accept_change": true}`` (see ``accepted_metrics``): the history restarts;
 * with fewer than ``min_history`` nights the judgement says so and falls back to today's rule (the bound
-  alone, against the median of the nights so far; every warm-up night joins).
+  alone, against the median of the nights so far); a warm-up night that fails beyond the noise of the
+  nights so far does not join, and after an accepted change the nights are judged against the accepted
+  night (``_judge_previous``);
+* a **creep** is a regression (issue 33): the first ``REFERENCE_NIGHTS`` nights that joined since the
+  last accepted change are the series' reference level, kept with the date it began (``when``), and the
+  mean of its last ``CREEP_WINDOWS`` nights worse than it beyond the bound and the noise fails, saying
+  how much, over how many nights and since when (``creep_test``; a gate of many series: ``family.py``).
 
 docs/gate_quality.md measures it (false alarms, steps caught) beside ``"previous"`` and Apache Otava.
 
