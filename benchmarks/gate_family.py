@@ -942,13 +942,15 @@ def creep_floor(
     """The nights a ramp of ``rate`` sd a night from a known start needs, the noise known, to be caught
     with ``power`` by the best test (a matched filter: after n nights it sees ``rate x sqrt(n(n+1)(2n+1)
     / 6)`` sd) at the one-sided quantile of its share of the budget (``budget / k`` for one series of
-    k; for ``every`` series the whole budget, their signal adding over ``k / (1 + (k - 1) shared)``
-    independent series): the performance note's floor ("Creeps: what any rule can do"). Testing every
-    night, with the noise and the start unknown, costs a rule more: a floor, not a target."""
+    k, the shared part of its noise known from the others; for ``every`` series the whole budget, their
+    signal adding over ``k / (1 + (k - 1) shared)`` independent series): the performance note's floor
+    ("Creeps: what any rule can do"). Testing every night, with the noise and the start unknown, costs
+    a rule more: a floor, not a target."""
     from airflow_provider_loadtest.decisions.gate.family import z_of
 
     z_a = z_of(budget) if every else z_of(budget / k)
-    gain = math.sqrt(k / (1 + (k - 1) * shared)) if every else 1.0
+    # One series among k sharing their noise: the others tell the shared part, its own is what is left.
+    gain = math.sqrt(k / (1 + (k - 1) * shared)) if every else 1 / math.sqrt(1 - shared)
     needed = z_a + z_of(1 - power)
     n = 1
     while rate * gain * math.sqrt(n * (n + 1) * (2 * n + 1) / 6) < needed:
@@ -1162,6 +1164,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         help="instead of the steps: the creep and glitch cases (issue 33), seasons per size (41, 201)",
     )
+    parser.add_argument(
+        "--render",
+        nargs="+",
+        type=Path,
+        help="print the creep tables of earlier --creeps --json files (with the floors as computed now)",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny: checks the benchmark still runs")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--docs", type=Path, help="write the tables into this page (docs/gate_quality.md)")
@@ -1250,8 +1258,24 @@ def run_creeps(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     return lines, figures
 
 
+def render(paths: Sequence[Path]) -> list[str]:
+    """The creep and glitch tables of earlier ``--creeps --json`` runs, together."""
+    results, glitches = [], {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        for one in data["creeps"]:
+            results.append(CreepResult(CreepCase(**one["case"]), list(one["caught"])))
+        for cell, reds in data["glitches"].items():
+            size, label = cell.split(" series, ", 1)
+            glitches[(int(size), label)] = list(reds)
+    return creep_report(results, glitches)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        print("\n".join(render(args.render)))
+        return 0
     lines, figures = run_creeps(args) if args.creeps else run(args)
     print("\n".join(lines))
     if args.docs:
