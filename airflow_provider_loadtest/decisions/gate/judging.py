@@ -540,6 +540,7 @@ def evaluate(
     caveats: Iterable[Caveat] = (),
     fail_on_caveats: bool = False,
     duration_s: float | None = None,
+    when: str | None = None,
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
@@ -562,6 +563,7 @@ def evaluate(
     ``caveats``: the service's own trust caveats for this run (``caveats.py``; with the run's
     ``duration_s`` and its measured ``USERLOAD``, a run too small for the service's insights is one
     more), said beside the verdict; with ``fail_on_caveats`` those that may fail the gate are rows.
+    ``when``: the night's date (ISO), for ``judge_gate`` (a creep's "since").
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -582,7 +584,7 @@ def evaluate(
     if spec.baseline == HISTORY:
         run_series = [one for one in spec_series(spec, values) if one.key[1] not in load_ids]
         rows, next_history, family = judge_gate(
-            [*run_series, *transaction_series], history, spec.history, accepted=accepted
+            [*run_series, *transaction_series], history, spec.history, accepted=accepted, when=when
         )
     else:
         rows, _ = judge_history(spec, values, base_values)
