@@ -75,9 +75,10 @@ def test_a_creep_of_one_series_among_41_is_caught_and_says_it_crept() -> None:
     # no other series fails on its behalf
     others = [r for i, r in failed if i == first and (r.transaction, r.metric) != creeping]
     assert not others
-    # the creeping nights never join the history
+    # the creeping nights never join the history, but count among the last nights measured
     after = verdicts[first].history.series[creeping]
     assert max(after.values) < base[creeping] * (1 + cv[creeping] * 5)
+    assert after.last[-1] == nights[first][creeping]
 
 
 def test_without_a_date_the_creep_counts_the_nights() -> None:
@@ -233,6 +234,8 @@ def test_the_reference_round_trips_through_xcom() -> None:
         age=7,
         joined=3,
         accepted=True,
+        last=(2.0, 3.0, 4.0, 9.0),
+        after=2,
     )
     gate = GateHistory({("t1", P95): series, (None, AVG): SeriesHistory((5.0,))}, night=SeriesHistory((0.2,)))
     back = GateHistory.from_xcom(gate.to_xcom())
@@ -256,3 +259,21 @@ def test_a_history_the_current_release_wrote_still_reads_and_its_oldest_nights_a
     # and what it writes back the older reader reads: the keys it knew are unchanged
     again = GateHistory(read.series).to_xcom()
     assert again["series"][0]["values"] == written["series"][0]["values"]  # type: ignore[index]
+
+
+def test_a_gate_of_a_few_series_judges_each_ones_creep_alone() -> None:
+    """Three series (too few for a night effect): the creeping one still fails as a creep."""
+    keys = _keys(1)
+    rng, base, cv = _gate(39, keys)
+    creeping = ("t00", AVG)
+    nights = [_night(rng, base, cv) for _ in range(70)]
+    nights += [_night(rng, base, cv, {creeping: 0.04 * (n + 1)}) for n in range(80)]
+    verdicts = replay_gate(nights, max_regression_pct=2)
+    reasons = [
+        r.reason or ""
+        for v in verdicts[70:]
+        for r in v.rows
+        if (r.transaction, r.metric) == creeping and not r.passed
+    ]
+    assert any(r.startswith("crept +") for r in reasons), reasons
+    assert not any("every series moved together" in r for r in reasons)

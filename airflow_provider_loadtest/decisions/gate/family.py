@@ -545,7 +545,7 @@ def judge_family(
             if kept is not None and len(kept.values) == 1 and kept.accepted and not kept.shifts:
                 # an accepted night: its night effect, measured on the others, goes with it
                 judgements[key] = (judged, replace(kept, shifts=(shift,), reference_shifts=(shift,)))
-    if shift is not None and effect is not None:
+    if members:
         effect, night_history = _creeps(
             members, judgements, budget, settings, shift, effect, history.night, night_history, when
         )
@@ -716,12 +716,12 @@ def _creeps(
     judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]],
     budget: Budget,
     settings: HistorySettings,
-    shift: float,
-    effect: NightEffect,
+    shift: float | None,
+    effect: NightEffect | None,
     night_before: SeriesHistory | None,
     night_history: SeriesHistory | None,
     when: str | None,
-) -> tuple[NightEffect, SeriesHistory | None]:
+) -> tuple[NightEffect | None, SeriesHistory | None]:
     """The creep tests of a gate of many series (issue 33), every level against its reference level
     (which does not move with a creep), for each window of m nights:
 
@@ -736,7 +736,7 @@ def _creeps(
     Updates ``judgements`` in place (a creeping series fails and its night does not join) and returns
     the night effect and its history (failed when every series crept together)."""
     drifts = [d for m in members if (d := _drift(m, settings)) is not None]
-    if len(drifts) < FAMILY_FROM or not budget.series.creep:
+    if not drifts or not budget.series.creep:
         return effect, night_history
     worst: dict[SeriesKey, tuple[float, Creep]] = {}
     common_worst: tuple[float, int, float] | None = None
@@ -744,16 +744,19 @@ def _creeps(
     night_windows = dict(budget.night.creep) if budget.night is not None else {}
     for m, z in budget.series.creep:
         ready = [d for d in drifts if d.levels.after_reference >= m and len(d.levels.levels) >= m]
-        if len(ready) < FAMILY_FROM:
+        if not ready:
             continue
         moved = {
             id(d): math.fsum(d.levels.levels[-m:]) / m
             - math.fsum(d.levels.reference) / len(d.levels.reference)
             for d in ready
         }
-        common = _trimmed_mean([moved[id(d)] / d.total for d in ready])
+        # With fewer series a series' own creep cannot be told from the common one: each is judged on
+        # all it moved, against all its noise (night-to-night), as one series alone is.
+        together = len(ready) >= FAMILY_FROM
+        common = _trimmed_mean([moved[id(d)] / d.total for d in ready]) if together else 0.0
         reach = math.sqrt(1 / m + 1 / REFERENCE_NIGHTS)
-        if m in night_windows and night_noise > 0 and night_dof > 0:
+        if together and effect is not None and m in night_windows and night_noise > 0 and night_dof > 0:
             beyond = common / (t_quantile(night_windows[m], night_dof) * reach * night_noise)
             bound = sorted(d.member.night.max_regression_pct for d in ready)[len(ready) // 2]
             pct = sorted(d.member.pct(common * d.total) for d in ready)[len(ready) // 2]
@@ -762,12 +765,13 @@ def _creeps(
         for d in ready:
             reach_d = math.sqrt(1 / m + 1 / len(d.levels.reference))
             own = moved[id(d)] - d.loading * common * d.total
+            noise, dof = (d.own_noise, d.dof) if together else (d.total, d.levels.dof)
             if d.member.pct(own) <= d.member.night.max_regression_pct:
                 continue
-            beyond = own / (t_quantile(z, d.dof) * reach_d * d.own_noise)
+            beyond = own / (t_quantile(z, dof) * reach_d * noise)
             key = d.member.night.key
             if beyond > 1 and (key not in worst or beyond > worst[key][0]):
-                worst[key] = (beyond, Creep(m, own, d.own_noise))
+                worst[key] = (beyond, Creep(m, own, noise))
     for d in drifts:
         key = d.member.night.key
         judged, _ = judgements[key]
@@ -776,7 +780,8 @@ def _creeps(
         creep = worst[key][1]
         history = with_reference(d.member.history)
         reason = creep_reason(creep, d.member.pct(creep.moved), history, when)
-        reason += ", beyond what every series moved together"
+        if len(drifts) >= FAMILY_FROM:
+            reason += ", beyond what every series moved together"
         if d.member.scale == LOG:
             reason += " (judged on a log scale)"
         failed = Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
@@ -784,9 +789,21 @@ def _creeps(
             replace(judged, status=REGRESSION, reason=reason, note=None),
             admit(d.member.history, d.member.night.value, failed, settings, shift),
         )
-    if common_worst is None or effect.status == REGRESSION:
+    if common_worst is None or effect is None or shift is None or effect.status == REGRESSION:
         return effect, night_history
-    _, m, common = common_worst
+    return _common_creep(drifts, common_worst[1], common_worst[2], effect, night_before, settings, shift)
+
+
+def _common_creep(
+    drifts: Sequence[_Drift],
+    m: int,
+    common: float,
+    effect: NightEffect,
+    night_before: SeriesHistory | None,
+    settings: HistorySettings,
+    shift: float,
+) -> tuple[NightEffect, SeriesHistory]:
+    """Every series crept together: the night effect fails, saying so, and its night does not join."""
     ages = sorted(with_reference(d.member.history).age for d in drifts)
     sinces = sorted(s for d in drifts if (s := d.member.history.since))
     pct = sorted(d.member.pct(common * d.total) for d in drifts)[len(drifts) // 2]

@@ -194,6 +194,11 @@ class SeriesHistory:
     joined: int = 0
     #: The reference began at a change a person accepted (not at the history's first night).
     accepted: bool = False
+    #: The last nights measured, whatever their verdict (up to the longest creep window): the creep test's
+    #: "last m nights" (a night that failed is one of them: a false alarm clears as ordinary nights come,
+    #: and a creep keeps failing), and how many were measured since the reference was complete.
+    last: tuple[float, ...] = ()
+    after: int = 0
 
     def to_xcom(self) -> dict[str, Any]:
         data: dict[str, Any] = {"values": list(self.values), "recent": [[v, s] for v, s in self.recent]}
@@ -210,6 +215,8 @@ class SeriesHistory:
                 "age": self.age,
                 "joined": self.joined,
                 "accepted": self.accepted,
+                "last": list(self.last),
+                "after": self.after,
             }
         return data
 
@@ -265,11 +272,14 @@ def _reference_from_xcom(data: object) -> dict[str, Any]:
         raise HistoryUnreadable("'reference' must be a mapping")
     values, shifts = data.get("values"), data.get("shifts", [])
     since, age, joined = data.get("since"), data.get("age", 0), data.get("joined", 0)
+    last, after = data.get("last", []), data.get("after", 0)
+    if not isinstance(last, list):
+        raise HistoryUnreadable("the reference's 'last' must be a list")
     if not (isinstance(values, list) and isinstance(shifts, list) and len(shifts) in (0, len(values))):
         raise HistoryUnreadable("the reference's 'values' and 'shifts' must be lists that go together")
     if since is not None and not isinstance(since, str):
         raise HistoryUnreadable(f"the reference's 'since' {since!r} is not a string")
-    for name, count in (("age", age), ("joined", joined)):
+    for name, count in (("age", age), ("joined", joined), ("after", after)):
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise HistoryUnreadable(f"the reference's {name!r} {count!r} is not a count of nights")
     return {
@@ -281,6 +291,8 @@ def _reference_from_xcom(data: object) -> dict[str, Any]:
         "age": age,
         "joined": joined,
         "accepted": data.get("accepted") is True,
+        "last": tuple(_finite(v, "a last value") for v in last),
+        "after": after,
     }
 
 
@@ -294,7 +306,7 @@ CREEP_WINDOWS = (10, 20, 40)
 #: A reference of fewer nights is no level to judge a creep against.
 CREEP_REFERENCE_FROM = 5
 #: One series judged alone: the false-alarm rate a night its creep test adds (shared by the windows).
-CREEP_ALONE = 0.001
+CREEP_ALONE = 0.0005
 
 
 def with_reference(history: SeriesHistory) -> SeriesHistory:
@@ -312,6 +324,8 @@ def with_reference(history: SeriesHistory) -> SeriesHistory:
         else (),
         age=max(history.age, len(history.values) + len(history.recent)),
         joined=max(history.joined, len(history.values)),
+        last=(*history.values, *(v for v, _ in history.recent))[-max(CREEP_WINDOWS) :],
+        after=max(0, len(history.values) - count) + len(history.recent),
     )
 
 
@@ -829,13 +843,17 @@ def creep_levels(
             levels.append(one)
     past = len(levels)
     noise, dof = drift_free_noise(levels)
-    levels = fenced(levels)
-    kept_after = min(len(levels), max(0, history.joined - len(history.reference)))
-    for i, (v, status) in enumerate(history.recent):
-        one = to_level(v, history.recent_shift(i))
-        if status != _ONE_NIGHT and one is not None:
-            levels.append(one)
-            kept_after += 1
+    if history.last:  # the last nights measured, whatever their verdict
+        levels = fenced([one for v in history.last if (one := to_level(v, None)) is not None])
+        kept_after = min(len(levels), history.after)
+    else:  # a history an older release wrote: the nights that joined, and the recent ones
+        levels = fenced(levels)
+        kept_after = min(len(levels), max(0, history.joined - len(history.reference)))
+        for i, (v, status) in enumerate(history.recent):
+            one = to_level(v, history.recent_shift(i))
+            if status != _ONE_NIGHT and one is not None:
+                levels.append(one)
+                kept_after += 1
     tonight = to_level(value, tonight_shift)
     if tonight is None or past < CREEP_REFERENCE_FROM:
         return None
@@ -1042,7 +1060,14 @@ def admit(
         history.age + 1,
         joined,
         history.accepted,
+        *measured(history, value),
     )
+
+
+def measured(history: SeriesHistory, value: float) -> tuple[tuple[float, ...], int]:
+    """``last`` and ``after`` once tonight's ``value`` was measured (whatever its verdict)."""
+    complete = len(history.reference) >= REFERENCE_NIGHTS
+    return (*history.last, value)[-max(CREEP_WINDOWS) :], history.after + (1 if complete else 0)
 
 
 def _judge_previous(
@@ -1094,7 +1119,12 @@ def _judge_previous(
         reason = f"more than {_fmt(max_regression_pct)} % worse than the median of the {n} nights of history"
         fit = estimate(history.values)
         explained = n > 1 and sign * (value - fit.centre) <= threshold_factor(settings.fail_z, fit.n) * fit.sd
-        after = joined if explained or not strict else replace(history, age=history.age + 1)
+        last, count = measured(history, value)
+        after = (
+            joined
+            if explained or not strict
+            else replace(history, age=history.age + 1, last=last, after=count)
+        )
         return NightJudgement(REGRESSION, history_n=n, baseline=centre, reason=reason, note=note), after
     return NightJudgement(PASS, history_n=n, baseline=centre, note=note), joined
 
