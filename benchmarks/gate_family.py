@@ -890,6 +890,228 @@ def report(
     return parts + said(summary(cells, rules))
 
 
+# --- creeps and glitches (issue 33) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreepCase:
+    """A creep: from a counted night on, ``which`` ("one" series, drawn at random, or "all") worsens by
+    ``rate`` sd of its own noise more every night (the first night by ``rate``). Caught: the creeping
+    series' own row fails (one), the night effect fails (all: a regression of the whole run), within
+    ``limit`` nights; ``target``: the share of seasons issue 33 asks (None: measured, no target)."""
+
+    which: str
+    rate: float
+    size: int
+    noise: str
+    limit: int
+    target: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.which} +{self.rate:g} sd/night"
+
+
+CREEP_CASES = (
+    CreepCase("one", 0.05, 41, "independent", 60, 90.0),
+    CreepCase("one", 0.05, 41, "shared 50 %", 60, 90.0),
+    CreepCase("one", 0.02, 41, "independent", 150, 80.0),
+    CreepCase("one", 0.05, 41, "lognormal 15 %", 80, 80.0),
+    CreepCase("one", 0.1, 41, "independent", 40, None),
+    CreepCase("one", 0.02, 41, "shared 50 %", 150, None),
+    CreepCase("all", 0.03, 41, "independent", 150, None),
+    CreepCase("all", 0.03, 41, "shared 50 %", 150, None),
+    CreepCase("one", 0.1, 201, "independent", 40, 90.0),
+    CreepCase("one", 0.05, 201, "shared 50 %", 60, None),
+    CreepCase("all", 0.03, 201, "independent", 150, None),
+)
+#: The glitch: every series' value times this, once; then ``GLITCH_AFTER`` clean nights are counted.
+GLITCH_FACTOR, GLITCH_AFTER = 3.0, 49
+GLITCH_CELLS = ((41, "independent"), (41, "shared 50 %"), (41, "lognormal 15 %"), (201, "independent"))
+
+
+def creep_floor(
+    rate: float,
+    k: int,
+    *,
+    every: bool = False,
+    shared: float = 0.0,
+    budget: float = BUDGET,
+    power: float = 0.9,
+) -> int:
+    """The nights a ramp of ``rate`` sd a night from a known start needs, the noise known, to be caught
+    with ``power`` by the best test (a matched filter: after n nights it sees ``rate x sqrt(n(n+1)(2n+1)
+    / 6)`` sd) at the one-sided quantile of its share of the budget (``budget / k`` for one series of
+    k, the shared part of its noise known from the others; for ``every`` series the whole budget, their
+    signal adding over ``k / (1 + (k - 1) shared)`` independent series): the performance note's floor
+    ("Creeps: what any rule can do"). Testing every night, with the noise and the start unknown, costs
+    a rule more: a floor, not a target."""
+    from airflow_provider_loadtest.decisions.gate.family import z_of
+
+    z_a = z_of(budget) if every else z_of(budget / k)
+    # One series among k sharing their noise: the others tell the shared part, its own is what is left.
+    gain = math.sqrt(k / (1 + (k - 1) * shared)) if every else 1 / math.sqrt(1 - shared)
+    needed = z_a + z_of(1 - power)
+    n = 1
+    while rate * gain * math.sqrt(n * (n + 1) * (2 * n + 1) / 6) < needed:
+        n += 1
+    return n
+
+
+def _wilson(hits: int, trials: int) -> tuple[float, float, float]:
+    """The share in percent and its 95 % Wilson interval (low, high)."""
+    if not trials:
+        return math.nan, math.nan, math.nan
+    z, p = 1.96, hits / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return 100 * p, 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
+
+
+@dataclass
+class CreepResult:
+    case: CreepCase
+    caught: list[int | None] = field(default_factory=list)  # nights until caught, None: not in limit
+
+    def row(self) -> list[str]:
+        hits = [n for n in self.caught if n is not None]
+        share, low, high = _wilson(len(hits), len(self.caught))
+        median = sorted(hits)[len(hits) // 2] if hits else None
+        c = self.case
+        floor = creep_floor(c.rate, c.size, every=c.which == "all", shared=NOISE_BY_LABEL[c.noise].shared)
+        met = (
+            "-"
+            if c.target is None
+            else ("met" if share >= c.target else f"**missed** by {c.target - share:.0f} points")
+        )
+        return [
+            str(c.size),
+            c.noise,
+            c.label,
+            str(c.limit),
+            f"{share:.0f} ({low:.0f}-{high:.0f}; {len(self.caught)} seasons)",
+            "-" if median is None else str(median),
+            str(floor),
+            "-" if c.target is None else f">= {c.target:g} %",
+            met,
+        ]
+
+
+def _season_start(
+    size: int, kind: NoiseKind, number: int, bound: float, settings: Mapping[str, Any], seed: int
+) -> tuple[list[Key], Series, np.random.Generator, Family, list[dict[Key, float]]]:
+    """A season warmed up: its series, its state after the warm-up and its random generator."""
+    rng = np.random.default_rng([seed, size, NOISES.index(kind), number])
+    keys = gate_keys(size)
+    series = Series.draw(kind, size, rng)
+    rule = Family(keys, bound, settings)
+    start = warmup(history_settings(settings)) + int(rng.integers(0, 20))
+    warm = _as_nights(keys, series.values(draw_noise(kind, series.cvs, rng, start)))
+    return keys, series, rng, rule, warm
+
+
+def measure_creeps(
+    seasons: Sequence[int],
+    bound: float,
+    settings: Mapping[str, Any],
+    cases: Sequence[CreepCase],
+    glitch_cells: Sequence[tuple[int, str]] = GLITCH_CELLS,
+    seed: int = 33,
+) -> tuple[list[CreepResult], dict[tuple[int, str], list[int]]]:
+    """Every creep case and the glitch cells, ``seasons`` per gate size (41, 201), each branched from
+    one warmed-up season per (size, noise). Returns the creeps and, per glitch cell, the red nights
+    among the ``GLITCH_AFTER`` clean nights after the glitch, season by season."""
+    results = {c: CreepResult(c) for c in cases}
+    glitches: dict[tuple[int, str], list[int]] = {}
+    cells = sorted({(c.size, c.noise) for c in cases} | set(glitch_cells))
+    sizes = sorted({c.size for c in cases} | {s for s, _ in glitch_cells})
+    by_size = {size: seasons[min(i, len(seasons) - 1)] for i, size in enumerate(sizes)}
+    for size, label in cells:
+        kind = NOISE_BY_LABEL[label]
+        for number in range(by_size.get(size, seasons[-1])):
+            keys, series, rng, rule, warm = _season_start(size, kind, number, bound, settings, seed)
+            state = rule.start()
+            _, state = rule.run(state, warm)
+            for case in (c for c in cases if (c.size, c.noise) == (size, label)):
+                noise = draw_noise(kind, series.cvs, rng, case.limit)
+                shift = np.zeros((case.limit, size))
+                ramp = case.rate * np.arange(1, case.limit + 1)
+                which = int(rng.integers(size))
+                if case.which == "one":
+                    shift[:, which] = ramp
+                else:
+                    shift[:, :] = ramp[:, None]
+                nights = _as_nights(keys, series.values(noise, shift))
+                branch, found = state, None
+                for n, night in enumerate(nights, 1):
+                    verdict = _gate("replay_gate_night")(night, branch, bounds=bound, settings=rule.parsed)
+                    branch = verdict.history
+                    if case.which == "one":
+                        hit = any(
+                            not r.passed and (r.transaction, r.metric) == keys[which] for r in verdict.rows
+                        )
+                    else:
+                        hit = verdict.night is not None and not verdict.night.passed
+                    if hit:
+                        found = n
+                        break
+                results[case].caught.append(found)
+            if (size, label) in glitch_cells:
+                clean = _as_nights(keys, series.values(draw_noise(kind, series.cvs, rng, GLITCH_AFTER + 1)))
+                glitch = {k: v * GLITCH_FACTOR for k, v in clean[0].items()}
+                judged, _ = rule.run(state, [glitch, *clean[1:]])
+                glitches.setdefault((size, label), []).append(sum(not j.passed for j in judged[1:]))
+            print(f"creeps: {size} series, {label}, season {number + 1}", file=sys.stderr, flush=True)
+        done = [r for r in results.values() if (r.case.size, r.case.noise) == (size, label)]
+        for line in creep_report(done, {k: v for k, v in glitches.items() if k == (size, label)}):
+            print(line, file=sys.stderr, flush=True)
+    return list(results.values()), glitches
+
+
+def creep_report(results: Sequence[CreepResult], glitches: Mapping[tuple[int, str], list[int]]) -> list[str]:
+    rows = [r.row() for r in results]
+    lines = [
+        "Creeps: from a counted night on, one series (at random) or every series worsens by r sd of its own "
+        "noise more each night. Caught: the creeping series' own row fails (one), the night effect fails "
+        "(all: a regression of the whole run). The share of seasons caught within the limit (95 % Wilson "
+        "interval), the median nights until caught, and the floor: the nights the best test (a matched "
+        "filter, the ramp's start and the noise known) needs to catch it in 90 % of seasons at its share "
+        'of the budget (the performance note\'s "Creeps: what any rule can do").',
+        "",
+        table(
+            rows,
+            [
+                "series",
+                "noise",
+                "creep",
+                "within nights",
+                "caught %",
+                "median nights",
+                "floor nights (90 %)",
+                "target",
+                "met",
+            ],
+        ),
+    ]
+    grows = []
+    for (size, label), reds in glitches.items():
+        mean = sum(reds) / len(reds) if reds else math.nan
+        spread = float(np.std(reds, ddof=1)) / math.sqrt(len(reds)) if len(reds) > 1 else math.nan
+        met = "met" if mean <= 1 else f"**missed** by {mean - 1:.1f}"
+        grows.append(
+            [str(size), label, f"{mean:.2f} ± {1.96 * spread:.2f} ({len(reds)} seasons)", "<= 1", met]
+        )
+    lines += [
+        "",
+        f"A glitch: every series x{GLITCH_FACTOR:g} for one night (rightly failed as a regression of the "
+        f"whole run), then {GLITCH_AFTER} clean nights: the red nights among them (mean, 95 % interval "
+        "between seasons).",
+        "",
+        table(grows, ["series", "noise", "red nights in the 49 after", "target", "met"]),
+    ]
+    return lines
+
+
 # --- the command ------------------------------------------------------------------------------------------
 
 
@@ -935,6 +1157,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=[60_000, 15_000],
         help="draws of each hypothesis per floor, per size (0: no floors)",
+    )
+    parser.add_argument(
+        "--creeps",
+        nargs="+",
+        type=int,
+        help="instead of the steps: the creep and glitch cases (issue 33), seasons per size (41, 201)",
+    )
+    parser.add_argument(
+        "--render",
+        nargs="+",
+        type=Path,
+        help="print the creep tables of earlier --creeps --json files (with the floors as computed now)",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny: checks the benchmark still runs")
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -999,9 +1233,50 @@ def run(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     return lines, figures
 
 
+def run_creeps(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    started = time.perf_counter()
+    cases, cells = CREEP_CASES, GLITCH_CELLS
+    if args.smoke:
+        cases = (
+            CreepCase("one", 0.2, 11, "independent", 20, None),
+            CreepCase("all", 0.2, 11, "independent", 20, None),
+        )
+        cells = ((11, "independent"),)
+    cases = tuple(c for c in cases if c.size in args.sizes)
+    cells = tuple(c for c in cells if c[0] in args.sizes)
+    results, glitches = measure_creeps(args.creeps, args.max_regression_pct, args.settings, cases, cells)
+    lines = [
+        f"Bound {args.max_regression_pct:g} %; settings {json.dumps(dict(args.settings))}; seasons per size "
+        f"{args.creeps}; {time.perf_counter() - started:.0f} s in all.",
+        "",
+        *creep_report(results, glitches),
+    ]
+    figures = {
+        "creeps": [{"case": r.case.__dict__, "caught": r.caught} for r in results],
+        "glitches": {f"{s} series, {label}": reds for (s, label), reds in glitches.items()},
+    }
+    return lines, figures
+
+
+def render(paths: Sequence[Path]) -> list[str]:
+    """The creep and glitch tables of earlier ``--creeps --json`` runs, together."""
+    results, glitches = [], {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        for one in data["creeps"]:
+            results.append(CreepResult(CreepCase(**one["case"]), list(one["caught"])))
+        for cell, reds in data["glitches"].items():
+            size, label = cell.split(" series, ", 1)
+            glitches[(int(size), label)] = list(reds)
+    return creep_report(results, glitches)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    lines, figures = run(args)
+    if args.render:
+        print("\n".join(render(args.render)))
+        return 0
+    lines, figures = run_creeps(args) if args.creeps else run(args)
     print("\n".join(lines))
     if args.docs:
         shown = sys.argv[1:] if argv is None else list(argv)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -275,6 +275,11 @@ def ran_at_of(run: StartedRun) -> float:
     if isinstance(created, int | float) and abs(created - ours) <= TRUSTED_CLOCK_S:
         return float(created)
     return ours
+
+
+def night_date(run: StartedRun) -> str:
+    """The night's date (ISO) as the gate says it ("crept ... since 2026-03-05")."""
+    return datetime.fromtimestamp(ran_at_of(run), UTC).strftime("%Y-%m-%d")
 
 
 def context_ids(context: Any, ti: Any) -> tuple[str | None, int, str | None]:

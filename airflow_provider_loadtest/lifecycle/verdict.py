@@ -172,6 +172,7 @@ class Judging(LifecycleBase):
             return None
         from airflow_provider_loadtest.decisions.gate import evaluate
         from airflow_provider_loadtest.decisions.gate.history import HISTORY
+        from airflow_provider_loadtest.lifecycle.night_records import night_date
 
         baseline, note = self._gate_baseline(context, spec.baseline, run)
         history, accepted = None, frozenset[str]()
@@ -223,6 +224,7 @@ class Judging(LifecycleBase):
                 caveats=caveats,
                 fail_on_caveats=fail_on_caveats,
                 duration_s=outcome.duration_s,
+                when=night_date(run),
             )
             return self.hook.drive(steps, self.log)
         except Exception as exc:

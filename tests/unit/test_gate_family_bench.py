@@ -226,3 +226,25 @@ def test_the_family_gate_night_by_night_is_replay_gate_and_so_is_its_replayed_fo
     replayed, _ = fam.season(plan, kind, [fam.FamilyReplayed(keys, 3.0, {})], (2,), check=True)
     assert stepped == replayed
     assert stepped[("red", "family")][1] == 10
+
+
+def test_the_creep_floor_is_the_matched_filters_for_a_ramp_of_known_start() -> None:
+    """The performance note: a ramp of r sd a night is seen after n nights as r x sqrt(n(n+1)(2n+1)/6) sd;
+    caught in 90 % of seasons at one series' share of the budget (1 % / 41 here)."""
+    z = NormalDist().inv_cdf(1 - 0.01 / 41) + NormalDist().inv_cdf(0.9)
+    for rate in (0.02, 0.05, 0.1):
+        n = fam.creep_floor(rate, 41)
+        assert rate * math.sqrt(n * (n + 1) * (2 * n + 1) / 6) >= z
+        assert rate * math.sqrt((n - 1) * n * (2 * n - 1) / 6) < z
+    assert fam.creep_floor(0.05, 41) == 30 and fam.creep_floor(0.02, 41) == 55
+    # every series together: their signals add, less so when they share their noise
+    assert fam.creep_floor(0.03, 41, every=True) < fam.creep_floor(0.03, 41, every=True, shared=0.5)
+
+
+def test_the_creep_smoke_runs_and_counts_what_the_gate_catches() -> None:
+    args = fam.parse_args(["--smoke", "--creeps", "2"])
+    lines, figures = fam.run_creeps(args)
+    assert any(line.startswith("Creeps:") for line in lines)
+    assert [c["case"]["which"] for c in figures["creeps"]] == ["one", "all"]
+    assert all(len(c["caught"]) == 2 for c in figures["creeps"])
+    assert list(figures["glitches"]) == ["11 series, independent"]

@@ -23,6 +23,12 @@ night fails when any of them strays: 27 red nights in 100 at 41 series, 79 at 20
   nights cannot tell that (the skewness of 60 values has a standard error of 0.32), 41 series' can.
   When the pooled skewness of the series' values is clearly positive (3 standard errors) and their
   logarithms' is closer to 0, the positive series are judged on a log scale.
+* **A creep is a regression** (issue 33): each series keeps its reference level (its first nights since
+  the last accepted change, ``history.SeriesHistory.reference``), and the mean of its last 10, 20 and 40
+  nights is judged against it, which does not move with the creep (``_creeps``): what every series moved
+  together over those nights (the common creep) is judged once, as the night effect's creep, and each
+  series on what it moved beyond its share of it, in its own noise; ``CREEP_SHARE`` of each share of the
+  budget pays for it. A night whose night effect failed leaves every series' history as it was.
 * **Too few samples is not a measurement**: a transaction's percentile from fewer than
   ``MIN_TAIL_SAMPLES`` samples beyond it (an average or a median from fewer than that in all) is
   judged against its budget only, says how many samples it would need, and stays out of the history.
@@ -41,20 +47,29 @@ from typing import Any
 from airflow_provider_loadtest.decisions.gate.history import (
     FENCE,
     FENCE_FROM,
+    REFERENCE_NIGHTS,
+    Creep,
     Decision,
     GateHistory,
     HistorySettings,
+    Levels,
     NightJudgement,
     Quantiles,
     SeriesHistory,
     SeriesKey,
     accept,
     admit,
+    creep_levels,
+    creep_reason,
+    creep_windows,
     decide,
+    drift_free_noise,
     estimate,
     nominal_false_alarm_rate,
     regression_reason,
+    t_quantile,
     threshold_factor,
+    with_reference,
 )
 from airflow_provider_loadtest.decisions.gate.rows import NOISE, PASS, REGRESSION, STATUSES, SUSPECTED
 
@@ -62,6 +77,7 @@ __all__ = [  # noqa: RUF022 - grouped by meaning, not sorted
     "FAMILY_FROM",
     "NIGHT_SHARE",
     "ONE_NIGHT_SHARE",
+    "CREEP_SHARE",
     "FAMILY_SPLIT",
     "TRIM",
     "MIN_TAIL_SAMPLES",
@@ -84,6 +100,10 @@ FAMILY_FROM = 8
 #: fifth, because the night effect's noise is most of the noise when the environment is shared, so a
 #: change of every series is a small step in its units (about 2.8 sd for 2.5 sd of each series).
 NIGHT_SHARE = 0.2
+#: Of each share (the series' and the night effect's), the part spent on the creep test (issue 33:
+#: the mean of the last nights against the reference level, ``history.creep_test``); the rest goes to
+#: the tests of tonight against the recent nights, split as below.
+CREEP_SHARE = 0.15
 #: Of a test's budget, the share of its one-night test (the rest: the persistence test), as the
 #: settings' defaults split one series' (fail_z 2.5: 0.62 %, persist_z 2.8: 0.26 %).
 ONE_NIGHT_SHARE = 0.7
@@ -229,7 +249,9 @@ class Budget:
         step too small for the one-night test is caught on its second night) and one of
         ``persist_nights`` nights."""
         budget = settings.false_alarm_budget
-        share = budget * (1 - NIGHT_SHARE if with_night else 1) / max(1, tested)
+        whole = budget * (1 - NIGHT_SHARE if with_night else 1) / max(1, tested)
+        creep = whole * CREEP_SHARE if tested > 1 else 0.0
+        share = whole - creep
         if tested > 1:  # the two-night test gets the most: a 4 sd step is caught within two nights
             single, two, lasting = (share * part for part in FAMILY_SPLIT)
         else:  # one series: exactly the settings' split
@@ -239,15 +261,22 @@ class Budget:
             max(settings.persist_z, z_of(lasting)),
             max(settings.suspect_z, z_of(nominal_false_alarm_rate(settings.suspect_z) / max(1, tested))),
             _windows(settings, two, lasting) if tested > 1 else (),
+            creep_windows(creep) if tested > 1 else Quantiles.of(settings).creep,
         )
         night = None
         if with_night:
-            night_single = budget * NIGHT_SHARE * ONE_NIGHT_SHARE
-            night_lasting = budget * NIGHT_SHARE * (1 - ONE_NIGHT_SHARE)
+            night_budget = budget * NIGHT_SHARE * (1 - CREEP_SHARE)
+            night_single = night_budget * ONE_NIGHT_SHARE
+            night_lasting = night_budget * (1 - ONE_NIGHT_SHARE)
             # The night effect's persistence test is of persist_nights nights only: a shift of every
             # series by 2.5 sd is about 2.8 sd of the night effect's own noise when most of the noise
             # is shared, caught within three nights by a three-night test, not by a two-night one.
-            night = Quantiles(z_of(night_single), z_of(night_lasting), settings.suspect_z)
+            night = Quantiles(
+                z_of(night_single),
+                z_of(night_lasting),
+                settings.suspect_z,
+                creep=creep_windows(budget * NIGHT_SHARE * CREEP_SHARE),
+            )
         return cls(tested, series, night)
 
     def text(self, settings: HistorySettings, nights: int) -> str:
@@ -259,14 +288,25 @@ class Budget:
             text = f"{threshold_factor(q.fail_z, n):.1f} sd to fail on one night"
             for m, z in q.persistence(days):
                 text += f", {threshold_factor(z, n, m):.1f} sd a night over {m} nights"
+            if q.creep:
+                m, z = q.creep[-1]
+                text += (
+                    f", or creep {z * math.sqrt(1 / m + 1 / REFERENCE_NIGHTS):.1f} sd from its reference "
+                    f"level (the mean of its last {m} nights against its first {REFERENCE_NIGHTS})"
+                )
             return text
 
         count = 100 * settings.false_alarm_budget
         per = f"{count:g} red clean night{'' if count == 1 else 's'} in 100"
         beyond = " beyond the night's shared movement" if self.night is not None else ""
+        creep = (
+            f" ({100 * CREEP_SHARE:g} % of it for the creep tests against the reference levels)"
+            if self.series.creep and self.tested > 1
+            else ""
+        )
         line = (
-            f"Budget: at most {per} for the whole gate; with {self.tested} series judged together, a "
-            f"single series must move {moves(self.series)}{beyond}"
+            f"Budget: at most {per} for the whole gate{creep}; with {self.tested} series judged together, "
+            f"a single series must move {moves(self.series)}{beyond}"
         )
         if self.night is not None:
             line += f"; every series together (the night effect) {moves(self.night)}"
@@ -444,13 +484,19 @@ def judge_family(
     settings: HistorySettings,
     *,
     fallback: Callable[[SeriesNight, SeriesHistory], tuple[NightJudgement, SeriesHistory]],
+    when: str | None = None,
 ) -> FamilyNight:
     """Judge every series of one night together (see the module's docstring).
 
     ``history`` must be readable for every series given (the caller fails the others as not
     measured). ``fallback`` judges a series whose history is too short to have a noise (today's
     warm-up rule, ``history.judge_night``). Returns each series' judgement and next history, the
-    night effect and the night effect's next history."""
+    night effect and the night effect's next history. ``when``: the night's date (ISO), kept with a
+    reference level that begins tonight and said in a creep's message.
+
+    A night whose night effect failed (every series moved together beyond the usual: a regression of
+    the whole run, or a glitch of the environment) leaves every series' history as it was: its values
+    measured something else, and would distort the nights after it."""
     judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]] = {}
     histories = {s.key: history.get(s.key) for s in series}
     scales = choose_scales(
@@ -463,7 +509,7 @@ def judge_family(
     for night in series:
         own = histories[night.key]
         if night.accepted:
-            judgements[night.key] = accept(night.value, len(own.values))
+            judgements[night.key] = accept(night.value, len(own.values), when=when)
             continue
         few = _few_samples(night)
         if few is not None:
@@ -486,15 +532,26 @@ def judge_family(
         judgements[night.key] = fallback(night, own)
     own_sd: dict[SeriesKey, float] = {}
     for member in members:
-        judgement, after, moved = _judge_member(member, shift, budget.series, settings)
+        judgement, after, moved = _judge_member(member, shift, budget.series, settings, when)
         judgements[member.night.key] = (judgement, after)
         own_sd[member.night.key] = moved
     effect: NightEffect | None = None
     night_history = history.night
     if shift is not None:
         effect, night_history = _judge_night_effect(
-            shift, members, history.night or SeriesHistory(), budget, settings
+            shift, members, history.night or SeriesHistory(), budget, settings, when
         )
+        for key, (judged, kept) in list(judgements.items()):
+            if kept is not None and len(kept.values) == 1 and kept.accepted and not kept.shifts:
+                # an accepted night: its night effect, measured on the others, goes with it
+                judgements[key] = (judged, replace(kept, shifts=(shift,), reference_shifts=(shift,)))
+    if members:
+        effect, night_history = _creeps(
+            members, judgements, budget, settings, shift, effect, history.night, night_history, when
+        )
+    if effect is not None and effect.status == REGRESSION:
+        for member in members:  # the night failed as a whole: no series learns from it
+            judgements[member.night.key] = (judgements[member.night.key][0], None)
     budget_text = None
     if budget.tested > 1:
         budget_text = budget.text(settings, max((m.n for m in members), default=0))
@@ -555,7 +612,11 @@ def _fit_line(points: Sequence[tuple[float, float]]) -> _Line | None:
 
 
 def _judge_member(
-    member: _Member, shift: float | None, quantiles: Quantiles, settings: HistorySettings
+    member: _Member,
+    shift: float | None,
+    quantiles: Quantiles,
+    settings: HistorySettings,
+    when: str | None = None,
 ) -> tuple[NightJudgement, SeriesHistory, float]:
     """One series among the others. With a night effect tonight and enough nights whose night effect
     is known, on what it moved beyond what tonight's night effect predicts for it (its values against
@@ -612,6 +673,158 @@ def _judge_member(
     return judgement, admit(own, member.night.value, decision, settings, shift), tonight / noise
 
 
+@dataclass(frozen=True)
+class _Drift:
+    """A member's nights for the creep test (``history.creep_levels``, on its scale, worse positive):
+    its noise beyond the night effect (night-to-night differences of its values less the line's share
+    of their nights' effects) and how much of every series' common movement it shares (``loading``,
+    in its own noise sd per sd of the night effect)."""
+
+    member: _Member
+    levels: Levels
+    own_noise: float
+    dof: int
+    loading: float
+    total: float  # its noise sd, night effect included (night-to-night)
+
+
+def _drift(member: _Member, settings: HistorySettings) -> _Drift | None:
+    own, log = member.history, member.scale == LOG
+
+    def level(value: float, _shift: float | None) -> float | None:
+        if log and value <= 0:
+            return None
+        return member.sign * member.to_scale(value)
+
+    found = creep_levels(member.night.value, own, level)
+    if found is None or found.noise <= 0:
+        return None
+    shifts = own.shifts if len(own.shifts) == len(own.values) else (None,) * len(own.values)
+    points = [(f, member.to_scale(v)) for v, f in zip(own.values, shifts, strict=True) if f is not None]
+    line = _fit_line(points) if len(points) >= settings.min_history + 2 else None
+    if line is None or len(points) < len(own.values) // 2:
+        return _Drift(member, found, found.noise, found.dof, 1.0, found.noise)
+    own_noise, dof = drift_free_noise([y - line.slope * f for f, y in points])
+    if own_noise <= 0:
+        return None
+    loading = min(3.0, max(0.0, line.slope / found.noise))
+    return _Drift(member, found, own_noise, dof, loading, found.noise)
+
+
+def _creeps(
+    members: Sequence[_Member],
+    judgements: dict[SeriesKey, tuple[NightJudgement, SeriesHistory | None]],
+    budget: Budget,
+    settings: HistorySettings,
+    shift: float | None,
+    effect: NightEffect | None,
+    night_before: SeriesHistory | None,
+    night_history: SeriesHistory | None,
+    when: str | None,
+) -> tuple[NightEffect | None, SeriesHistory | None]:
+    """The creep tests of a gate of many series (issue 33), every level against its reference level
+    (which does not move with a creep), for each window of m nights:
+
+    * every series' movement ``d`` (the mean of its last m nights less its reference's, in its noise
+      sd), and their trimmed mean, the **common creep** (what every series moved together: the
+      night effect over those nights, measured from the references rather than from the moving
+      centres): judged against the night effect's own noise (night-to-night) at the night effect's
+      creep quantile; a creep of every series together fails as a regression of the whole run;
+    * each series on what it moved beyond its share of the common creep, against its own noise
+      beyond the night effect, at its creep quantile.
+
+    Updates ``judgements`` in place (a creeping series fails and its night does not join) and returns
+    the night effect and its history (failed when every series crept together)."""
+    drifts = [d for m in members if (d := _drift(m, settings)) is not None]
+    if not drifts or not budget.series.creep:
+        return effect, night_history
+    worst: dict[SeriesKey, tuple[float, Creep]] = {}
+    common_worst: tuple[float, int, float] | None = None
+    night_noise, night_dof = drift_free_noise(night_before.values) if night_before is not None else (0.0, 0)
+    night_windows = dict(budget.night.creep) if budget.night is not None else {}
+    for m, z in budget.series.creep:
+        ready = [d for d in drifts if d.levels.after_reference >= m and len(d.levels.levels) >= m]
+        if not ready:
+            continue
+        moved = {
+            id(d): math.fsum(d.levels.levels[-m:]) / m
+            - math.fsum(d.levels.reference) / len(d.levels.reference)
+            for d in ready
+        }
+        # With fewer series a series' own creep cannot be told from the common one: each is judged on
+        # all it moved, against all its noise (night-to-night), as one series alone is.
+        together = len(ready) >= FAMILY_FROM
+        common = _trimmed_mean([moved[id(d)] / d.total for d in ready]) if together else 0.0
+        reach = math.sqrt(1 / m + 1 / REFERENCE_NIGHTS)
+        if together and effect is not None and m in night_windows and night_noise > 0 and night_dof > 0:
+            beyond = common / (t_quantile(night_windows[m], night_dof) * reach * night_noise)
+            bound = sorted(d.member.night.max_regression_pct for d in ready)[len(ready) // 2]
+            pct = sorted(d.member.pct(common * d.total) for d in ready)[len(ready) // 2]
+            if beyond > 1 and pct > bound and (common_worst is None or beyond > common_worst[0]):
+                common_worst = (beyond, m, common)
+        for d in ready:
+            reach_d = math.sqrt(1 / m + 1 / len(d.levels.reference))
+            own = moved[id(d)] - d.loading * common * d.total
+            noise, dof = (d.own_noise, d.dof) if together else (d.total, d.levels.dof)
+            if d.member.pct(own) <= d.member.night.max_regression_pct:
+                continue
+            beyond = own / (t_quantile(z, dof) * reach_d * noise)
+            key = d.member.night.key
+            if beyond > 1 and (key not in worst or beyond > worst[key][0]):
+                worst[key] = (beyond, Creep(m, own, noise))
+    for d in drifts:
+        key = d.member.night.key
+        judged, _ = judgements[key]
+        if key not in worst or judged.status == REGRESSION:
+            continue
+        creep = worst[key][1]
+        history = with_reference(d.member.history)
+        reason = creep_reason(creep, d.member.pct(creep.moved), history, when)
+        if len(drifts) >= FAMILY_FROM:
+            reason += ", beyond what every series moved together"
+        if d.member.scale == LOG:
+            reason += " (judged on a log scale)"
+        failed = Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
+        judgements[key] = (
+            replace(judged, status=REGRESSION, reason=reason, note=None),
+            admit(d.member.history, d.member.night.value, failed, settings, shift),
+        )
+    if common_worst is None or effect is None or shift is None or effect.status == REGRESSION:
+        return effect, night_history
+    return _common_creep(drifts, common_worst[1], common_worst[2], effect, night_before, settings, shift)
+
+
+def _common_creep(
+    drifts: Sequence[_Drift],
+    m: int,
+    common: float,
+    effect: NightEffect,
+    night_before: SeriesHistory | None,
+    settings: HistorySettings,
+    shift: float,
+) -> tuple[NightEffect, SeriesHistory]:
+    """Every series crept together: the night effect fails, saying so, and its night does not join."""
+    ages = sorted(with_reference(d.member.history).age for d in drifts)
+    sinces = sorted(s for d in drifts if (s := d.member.history.since))
+    pct = sorted(d.member.pct(common * d.total) for d in drifts)[len(drifts) // 2]
+    since = f" since {sinces[len(sinces) // 2]}" if sinces else ""
+    reason = (
+        f"every series crept together: {pct:+.3g} % for the median series ({common:+.2f} sd) over "
+        f"{ages[len(ages) // 2] + 1} nights{since}, the mean of their last {m} nights against their "
+        "reference levels, beyond the usual shared noise and max_regression_pct; a creep does not become "
+        "the normal without a person (loadtest_accept_change)"
+    )
+    failed = Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
+    before = night_before or SeriesHistory()
+    return replace(effect, status=REGRESSION, reason=reason, note=None), admit(
+        before, shift, failed, settings
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
 def _noise_in_units(member: _Member) -> float:
     """One noise sd in the metric's units (on a log scale: its size at the centre)."""
     if member.scale == LOG:
@@ -621,6 +834,9 @@ def _noise_in_units(member: _Member) -> float:
 
 def _reason(decision: Decision, member: _Member, centre: float, beyond_night: bool) -> str | None:
     scale = " (judged on a log scale)" if member.scale == LOG and decision.status == REGRESSION else ""
+    if decision.creep:
+        beyond = ", beyond the night's shared movement" if beyond_night else ""
+        return decision.creep + beyond + scale
     if not beyond_night:
         reason = regression_reason(decision, centre, member.night.max_regression_pct)
         return reason + scale if reason else None
@@ -649,9 +865,11 @@ def _judge_night_effect(
     history: SeriesHistory,
     budget: Budget,
     settings: HistorySettings,
+    when: str | None = None,
 ) -> tuple[NightEffect, SeriesHistory]:
     """The night effect against its own history: a regression of the whole run when every series
-    moved together beyond the usual shared noise (and, for the median series, beyond its bound)."""
+    moved together beyond the usual shared noise (and, for the median series, beyond its bound), or
+    when it crept from its reference level (every series creeping together)."""
     bounds = sorted(m.night.max_regression_pct for m in members)
     bound = bounds[len(bounds) // 2]
     if len(history.values) < settings.min_history or budget.night is None:
@@ -660,6 +878,8 @@ def _judge_night_effect(
             "judge it: each series is judged on its own movement meanwhile"
         )
         effect = NightEffect(shift, len(members), PASS, history_n=len(history.values), note=warming)
+        if not history.values and not history.recent:
+            history = SeriesHistory(since=when)
         return effect, admit(history, shift, Decision(NOISE), settings)
     fit = estimate(history.values)
     noise = fit.sd if fit.sd > 0 else 1e-9

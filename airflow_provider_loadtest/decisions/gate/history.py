@@ -23,7 +23,13 @@ keeps the values of its last passing nights, in Airflow's XCom beside the verdic
   join, so a regression never becomes the new normal by itself. A person accepts a change with the
   DAG-run conf ``{"loadtest_accept_change": true}`` (see ``accepted_metrics``): the history restarts;
 * with fewer than ``min_history`` nights the judgement says so and falls back to today's rule (the bound
-  alone, against the median of the nights so far; every warm-up night joins).
+  alone, against the median of the nights so far); a warm-up night that fails beyond the noise of the
+  nights so far does not join, and after an accepted change the nights are judged against the accepted
+  night (``_judge_previous``);
+* a **creep** is a regression (issue 33): the first ``REFERENCE_NIGHTS`` nights that joined since the
+  last accepted change are the series' reference level, kept with the date it began (``when``), and the
+  mean of its last ``CREEP_WINDOWS`` nights worse than it beyond the bound and the noise fails, saying
+  how much, over how many nights and since when (``creep_test``; a gate of many series: ``family.py``).
 
 docs/gate_quality.md measures it (false alarms, steps caught) beside ``"previous"`` and Apache Otava.
 
@@ -37,9 +43,10 @@ that use it (``gate.py`` imports it on first use).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from airflow_provider_loadtest.decisions.gate.rows import (
@@ -174,12 +181,43 @@ class SeriesHistory:
     recent: tuple[tuple[float, str], ...] = ()
     shifts: tuple[float | None, ...] = ()
     recent_shifts: tuple[float | None, ...] = ()
+    #: The reference level (issue 33): the first ``REFERENCE_NIGHTS`` nights that joined since the
+    #: last accepted change (or since the history began), with their night effects; a creep is judged
+    #: against their mean, which does not move with it. Empty in a history an older release wrote:
+    #: the oldest nights kept stand in for it (``with_reference``).
+    reference: tuple[float, ...] = ()
+    reference_shifts: tuple[float | None, ...] = ()
+    #: When the reference began (the caller's ``when`` of that night; None when not told).
+    since: str | None = None
+    #: Nights judged since the reference began, and nights that joined since (reference included).
+    age: int = 0
+    joined: int = 0
+    #: The reference began at a change a person accepted (not at the history's first night).
+    accepted: bool = False
+    #: The last nights measured, whatever their verdict (up to the longest creep window): the creep test's
+    #: "last m nights" (a night that failed is one of them: a false alarm clears as ordinary nights come,
+    #: and a creep keeps failing), and how many were measured since the reference was complete.
+    last: tuple[float, ...] = ()
+    after: int = 0
 
     def to_xcom(self) -> dict[str, Any]:
         data: dict[str, Any] = {"values": list(self.values), "recent": [[v, s] for v, s in self.recent]}
         if any(f is not None for f in (*self.shifts, *self.recent_shifts)):
             data["shifts"] = [self.shift(i) for i in range(len(self.values))]
             data["recent_shifts"] = [self.recent_shift(i) for i in range(len(self.recent))]
+        if self.reference:
+            data["reference"] = {
+                "values": list(self.reference),
+                "shifts": [self.reference_shift(i) for i in range(len(self.reference))]
+                if any(f is not None for f in self.reference_shifts)
+                else [],
+                "since": self.since,
+                "age": self.age,
+                "joined": self.joined,
+                "accepted": self.accepted,
+                "last": list(self.last),
+                "after": self.after,
+            }
         return data
 
     @classmethod
@@ -204,11 +242,13 @@ class SeriesHistory:
             nights.append((_finite(night[0], "a recent value"), str(night[1])))
         if (shifts or recent_shifts) and (len(shifts) != len(parsed) or len(recent_shifts) != len(nights)):
             raise HistoryUnreadable("'shifts' and 'recent_shifts' must go with 'values' and 'recent'")
+        reference = _reference_from_xcom(data.get("reference"))
         return cls(
             parsed,
             tuple(nights),
             tuple(None if f is None else _finite(f, "a night effect") for f in shifts),
             tuple(None if f is None else _finite(f, "a night effect") for f in recent_shifts),
+            **reference,
         )
 
     def shift(self, index: int) -> float | None:
@@ -218,6 +258,75 @@ class SeriesHistory:
     def recent_shift(self, index: int) -> float | None:
         """The night effect of ``recent[index]``'s night (None when unknown)."""
         return self.recent_shifts[index] if len(self.recent_shifts) == len(self.recent) else None
+
+    def reference_shift(self, index: int) -> float | None:
+        """The night effect of ``reference[index]``'s night (None when unknown)."""
+        return self.reference_shifts[index] if len(self.reference_shifts) == len(self.reference) else None
+
+
+def _reference_from_xcom(data: object) -> dict[str, Any]:
+    """The reference level as ``to_xcom`` wrote it; nothing (no reference yet) when absent."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise HistoryUnreadable("'reference' must be a mapping")
+    values, shifts = data.get("values"), data.get("shifts", [])
+    since, age, joined = data.get("since"), data.get("age", 0), data.get("joined", 0)
+    last, after = data.get("last", []), data.get("after", 0)
+    if not isinstance(last, list):
+        raise HistoryUnreadable("the reference's 'last' must be a list")
+    if not (isinstance(values, list) and isinstance(shifts, list) and len(shifts) in (0, len(values))):
+        raise HistoryUnreadable("the reference's 'values' and 'shifts' must be lists that go together")
+    if since is not None and not isinstance(since, str):
+        raise HistoryUnreadable(f"the reference's 'since' {since!r} is not a string")
+    for name, count in (("age", age), ("joined", joined), ("after", after)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise HistoryUnreadable(f"the reference's {name!r} {count!r} is not a count of nights")
+    return {
+        "reference": tuple(_finite(v, "a reference value") for v in values),
+        "reference_shifts": tuple(None if f is None else _finite(f, "a night effect") for f in shifts)
+        if any(f is not None for f in shifts)
+        else (),
+        "since": since,
+        "age": age,
+        "joined": joined,
+        "accepted": data.get("accepted") is True,
+        "last": tuple(_finite(v, "a last value") for v in last),
+        "after": after,
+    }
+
+
+#: The nights whose mean is a series' reference level: the first that join after an accepted change
+#: (or after the history began).
+REFERENCE_NIGHTS = 20
+#: The creep test's windows: the mean of the last m nights (none of them a reference night) against
+#: the reference level; several, under one budget (a fast creep is seen by the short ones first, a
+#: slow one by the long one).
+CREEP_WINDOWS = (10, 20, 40)
+#: A reference of fewer nights is no level to judge a creep against.
+CREEP_REFERENCE_FROM = 5
+#: One series judged alone: the false-alarm rate a night its creep test adds (shared by the windows).
+CREEP_ALONE = 0.0005
+
+
+def with_reference(history: SeriesHistory) -> SeriesHistory:
+    """The history with a reference level: a history written before there was one (a release before
+    issue 33) takes its oldest nights kept (up to ``REFERENCE_NIGHTS``) as its reference."""
+    if history.reference or not history.values:
+        return history
+    count = min(REFERENCE_NIGHTS, len(history.values))
+    known = len(history.shifts) == len(history.values)
+    return replace(
+        history,
+        reference=history.values[:count],
+        reference_shifts=history.shifts[:count]
+        if known and any(f is not None for f in history.shifts[:count])
+        else (),
+        age=max(history.age, len(history.values) + len(history.recent)),
+        joined=max(history.joined, len(history.values)),
+        last=(*history.values, *(v for v, _ in history.recent))[-max(CREEP_WINDOWS) :],
+        after=max(0, len(history.values) - count) + len(history.recent),
+    )
 
 
 def _finite(value: object, what: str) -> float:
@@ -480,15 +589,34 @@ class Quantiles:
     #: empty: the one test of ``persist_nights`` nights at ``persist_z``. A gate of many series, whose
     #: one-night test is too strict to catch a 4 sd step at once, also tests two nights (``family.py``).
     windows: tuple[tuple[int, float], ...] = ()
+    #: The creep tests as (nights, quantile): the mean of that many nights against the reference level.
+    creep: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def of(cls, settings: HistorySettings) -> Quantiles:
-        return cls(settings.fail_z, settings.persist_z, settings.suspect_z)
+        return cls(settings.fail_z, settings.persist_z, settings.suspect_z, creep=creep_windows(CREEP_ALONE))
 
     def persistence(self, persist_nights: int) -> tuple[tuple[int, float], ...]:
         """The persistence tests to run: (nights, quantile), longest last."""
         windows = self.windows or ((persist_nights, self.persist_z),)
         return tuple(sorted(w for w in windows if w[0] > 1))
+
+
+def creep_windows(budget: float) -> tuple[tuple[int, float], ...]:
+    """The creep tests at ``budget`` false alarms a night in all: each window its share (Bonferroni)."""
+    return tuple((m, _z_of(budget / len(CREEP_WINDOWS))) for m in CREEP_WINDOWS)
+
+
+def _z_of(tail: float) -> float:
+    """The one-sided Gaussian quantile of ``tail`` (bisection on ``nominal_false_alarm_rate``)."""
+    low, high = 0.0, 40.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        if nominal_false_alarm_rate(middle) > tail:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
 
 
 @dataclass(frozen=True)
@@ -501,6 +629,8 @@ class Decision:
     over: str | None = None
     marked: frozenset[int] = frozenset()
     kept_as: str = NOISE
+    #: A creep away from the reference level (``creep_test``): it failed as one, saying so.
+    creep: str | None = None
 
 
 def decide(
@@ -565,6 +695,181 @@ def decide(
     return Decision(NOISE)
 
 
+@dataclass(frozen=True)
+class Creep:
+    """A creep the test found: the mean of the last ``nights`` nights moved ``moved`` (worse: positive,
+    in the test's units) from the reference level, whose noise sd is ``sd`` in those units."""
+
+    nights: int
+    moved: float
+    sd: float
+
+    @property
+    def moved_sd(self) -> float:
+        return self.moved / self.sd
+
+
+def fenced(points: Sequence[float]) -> list[float]:
+    """The points within the robust fence of their median (``FENCE``, from ``FENCE_FROM`` points)."""
+    if len(points) < FENCE_FROM:
+        return list(points)
+    median = _median(points)
+    spread = _MAD_TO_SD * _median([abs(p - median) for p in points])
+    return [p for p in points if abs(p - median) <= FENCE * spread] if spread > 0 else list(points)
+
+
+def drift_free_noise(levels: Sequence[float]) -> tuple[float, int]:
+    """One noise sd of ``levels`` (in order) from their night-to-night differences, within the robust
+    fence: a creep inside the window does not widen it as it widens the sd around the mean (a creep of
+    0.05 sd a night over 60 nights would by a third). Returns the sd and its degrees of freedom
+    (the differences' estimate is worth about two thirds of the sd's)."""
+    diffs = fenced([b - a for a, b in itertools.pairwise(levels)])
+    if len(diffs) < 3:
+        return 0.0, 0
+    variance = math.fsum(d * d for d in diffs) / (2 * len(diffs))
+    return math.sqrt(variance), max(1, (2 * len(diffs)) // 3)
+
+
+def creep_test(
+    levels: Sequence[float],
+    reference: Sequence[float],
+    *,
+    after_reference: int,
+    noise: float,
+    dof: int,
+    windows: Sequence[tuple[int, float]],
+    change_pct: Callable[[float], float],
+    max_regression_pct: float,
+) -> Creep | None:
+    """Has the series crept away from its reference level? ``levels``: its nights in order (worse:
+    positive; the last is tonight), ``reference`` the reference nights in the same units,
+    ``after_reference`` how many of the last levels came after the reference. For each window (m,
+    z): the mean of the last m nights against the reference's mean, which fails when it is worse by
+    more than ``max_regression_pct`` and than the noise explains (Student's t, ``sqrt(1/m + 1/R)``).
+    Returns the window that moved furthest beyond its threshold, None when none failed."""
+    ref = fenced(reference)
+    if len(ref) < CREEP_REFERENCE_FROM or noise <= 0 or dof < 1:
+        return None
+    level = math.fsum(ref) / len(ref)
+    found: Creep | None = None
+    best = 0.0
+    for m, z in windows:
+        if m > after_reference or m > len(levels):
+            continue
+        moved = math.fsum(levels[-m:]) / m - level
+        if change_pct(moved) <= max_regression_pct:
+            continue
+        beyond = moved / (t_quantile(z, dof) * math.sqrt(1 / m + 1 / len(ref)) * noise)
+        if beyond > 1 and beyond > best:
+            found, best = Creep(m, moved, noise), beyond
+    return found
+
+
+def creep_reason(creep: Creep, pct: float, history: SeriesHistory, when: str | None) -> str:
+    """What a creep says: how much, over how many nights, since when."""
+    nights = max(history.age, creep.nights) + 1
+    since = f" since {history.since}" if history.since else ""
+    origin = "the last accepted change" if history.accepted else "the history's start"
+    return (
+        f"crept {_fmt_pct(pct)} % ({creep.moved_sd:.1f} sd) over {nights} nights{since}: the mean of its "
+        f"last {creep.nights} nights against its reference level (its first {len(history.reference)} "
+        f"nights from {origin}), beyond its noise and max_regression_pct; a creep does not become the "
+        "normal without a person (loadtest_accept_change)"
+    )
+
+
+def _fmt_pct(value: float) -> str:
+    return "from 0" if math.isinf(value) else f"{value:+.3g}"
+
+
+def series_creep(
+    value: float,
+    history: SeriesHistory,
+    *,
+    to_level: Callable[[float, float | None], float | None],
+    tonight_shift: float | None,
+    windows: Sequence[tuple[int, float]],
+    change_pct: Callable[[float], float],
+    max_regression_pct: float,
+) -> Creep | None:
+    """The creep test of one series: its nights (the history's, the recent ones that were not a
+    one-night failure, tonight) as levels (``to_level(value, night effect)``: worse positive, on its
+    scale, the night effect's share taken out; None: that night cannot be placed), its reference's."""
+    if not windows:
+        return None
+    found = creep_levels(value, history, to_level, tonight_shift)
+    if found is None:
+        return None
+    return creep_test(
+        found.levels,
+        found.reference,
+        after_reference=found.after_reference,
+        noise=found.noise,
+        dof=found.dof,
+        windows=windows,
+        change_pct=change_pct,
+        max_regression_pct=max_regression_pct,
+    )
+
+
+@dataclass(frozen=True)
+class Levels:
+    """A series' nights for the creep test: its levels in order (the history's within the fence, the
+    recent ones that were not a one-night failure, tonight last), its reference nights', how many of
+    the last levels came after the reference, and the noise of its history's levels (night-to-night)."""
+
+    levels: list[float]
+    reference: list[float]
+    after_reference: int
+    noise: float
+    dof: int
+
+
+def creep_levels(
+    value: float,
+    history: SeriesHistory,
+    to_level: Callable[[float, float | None], float | None],
+    tonight_shift: float | None = None,
+) -> Levels | None:
+    """The series' levels (``to_level(value, night effect)``: worse positive, on its scale; None: that
+    night cannot be placed); None without a reference or enough nights."""
+    history = with_reference(history)
+    if not history.reference:
+        return None
+    levels: list[float] = []
+    for i, v in enumerate(history.values):
+        one = to_level(v, history.shift(i))
+        if one is not None:
+            levels.append(one)
+    past = len(levels)
+    noise, dof = drift_free_noise(levels)
+    if history.last:  # the last nights measured, whatever their verdict
+        levels = fenced([one for v in history.last if (one := to_level(v, None)) is not None])
+        kept_after = min(len(levels), history.after)
+    else:  # a history an older release wrote: the nights that joined, and the recent ones
+        levels = fenced(levels)
+        kept_after = min(len(levels), max(0, history.joined - len(history.reference)))
+        for i, (v, status) in enumerate(history.recent):
+            one = to_level(v, history.recent_shift(i))
+            if status != _ONE_NIGHT and one is not None:
+                levels.append(one)
+                kept_after += 1
+    tonight = to_level(value, tonight_shift)
+    if tonight is None or past < CREEP_REFERENCE_FROM:
+        return None
+    levels.append(tonight)
+    reference = fenced(
+        [
+            one
+            for i, v in enumerate(history.reference)
+            if (one := to_level(v, history.reference_shift(i))) is not None
+        ]
+    )
+    if len(reference) < CREEP_REFERENCE_FROM:
+        return None
+    return Levels(levels, reference, kept_after + 1, noise, dof)
+
+
 def judge_night(
     value: float,
     history: SeriesHistory,
@@ -574,6 +879,7 @@ def judge_night(
     settings: HistorySettings,
     accepted: bool = False,
     quantiles: Quantiles | None = None,
+    when: str | None = None,
 ) -> tuple[NightJudgement, SeriesHistory]:
     """Judge one night of one series and return the history for the next night.
 
@@ -587,9 +893,9 @@ def judge_night(
     sign = 1 if worse_higher else -1
     n = len(history.values)
     if accepted:
-        return accept(value, n)
+        return accept(value, n, when=when)
     if n < settings.min_history:
-        return _judge_previous(value, history, sign, max_regression_pct, settings)
+        return _judge_previous(value, history, sign, max_regression_pct, settings, when=when)
 
     fit = estimate(history.values)
     centre, noise = fit.centre, fit.sd
@@ -605,6 +911,18 @@ def judge_night(
         change_pct=lambda mean: _pct_worse(sign, centre + sign * mean, centre),
         max_regression_pct=max_regression_pct,
     )
+    if decision.status != REGRESSION:
+        decision = with_creep(
+            decision,
+            value,
+            history,
+            to_level=lambda v, _f: sign * v,
+            tonight_shift=None,
+            windows=quantiles.creep,
+            change_pct=lambda moved: _pct_worse(sign, centre + sign * moved, centre),
+            max_regression_pct=max_regression_pct,
+            when=when,
+        )
     judgement = NightJudgement(
         decision.status,
         centre=centre,
@@ -613,19 +931,61 @@ def judge_night(
         band_high=centre + band,
         history_n=n,
         baseline=centre,
-        reason=regression_reason(decision, centre, max_regression_pct),
+        reason=decision.creep or regression_reason(decision, centre, max_regression_pct),
         note=suspicion_note(decision, _pct_worse(sign, value, centre), centre),
     )
     return judgement, admit(history, value, decision, settings)
 
 
-def accept(value: float, n: int) -> tuple[NightJudgement, SeriesHistory]:
-    """A change a person accepted: passes, and the history restarts from tonight's value."""
+def with_creep(
+    decision: Decision,
+    value: float,
+    history: SeriesHistory,
+    *,
+    to_level: Callable[[float, float | None], float | None],
+    tonight_shift: float | None,
+    windows: Sequence[tuple[int, float]],
+    change_pct: Callable[[float], float],
+    max_regression_pct: float,
+    when: str | None,
+) -> Decision:
+    """Tonight's decision, a regression when the series crept away from its reference level (the
+    night is kept as part of a regression: it never joins the history without a person)."""
+    found = series_creep(
+        value,
+        history,
+        to_level=to_level,
+        tonight_shift=tonight_shift,
+        windows=windows,
+        change_pct=change_pct,
+        max_regression_pct=max_regression_pct,
+    )
+    if found is None:
+        return decision
+    reason = creep_reason(found, change_pct(found.moved), with_reference(history), when)
+    return Decision(REGRESSION, "the last nights", kept_as=REGRESSION, creep=reason)
+
+
+def accept(
+    value: float, n: int, *, when: str | None = None, shift: float | None = None
+) -> tuple[NightJudgement, SeriesHistory]:
+    """A change a person accepted: passes, and the history restarts from tonight's value, which begins
+    the reference level (the nights after it are judged against it: ``_judge_previous``)."""
+    shifts = (shift,) if shift is not None else ()
     return (
         NightJudgement(
             PASS, history_n=n, note="change accepted as the new normal: the history restarts from this night"
         ),
-        SeriesHistory((value,)),
+        SeriesHistory(
+            (value,),
+            shifts=shifts,
+            reference=(value,),
+            reference_shifts=shifts,
+            since=when,
+            age=1,
+            joined=1,
+            accepted=True,
+        ),
     )
 
 
@@ -666,6 +1026,7 @@ def admit(
     cuts the history's upper tail, biases its noise low and raises the false alarms (measured: 1.3
     rather than 1.0 per 100 nights on Gaussian noise, 3.7 rather than 2.9 on t(3) noise); a change
     that persists still never joins."""
+    history = with_reference(history)
     marked = decision.marked
     recent = [(v, REGRESSION if i in marked else s) for i, (v, s) in enumerate(history.recent)]
     recent.append((value, decision.kept_as))
@@ -673,6 +1034,9 @@ def admit(
     recent_shifts.append(shift)
     values = list(history.values)
     shifts = [history.shift(i) for i in range(len(values))]
+    reference = list(history.reference)
+    reference_shifts = [history.reference_shift(i) for i in range(len(reference))]
+    joined = history.joined
     while len(recent) > settings.persist_nights - 1:
         old_value, old_status = recent.pop(0)
         old_shift = recent_shifts.pop(0)
@@ -680,41 +1044,88 @@ def admit(
         if old_status in (NOISE, SUSPECTED) or (old_status == _ONE_NIGHT and cleared):
             values.append(old_value)
             shifts.append(old_shift)
+            if joined < REFERENCE_NIGHTS and len(reference) == joined:  # the reference is still forming
+                reference.append(old_value)
+                reference_shifts.append(old_shift)
+            joined += 1
     known = any(f is not None for f in (*shifts[-settings.window :], *recent_shifts))
     return SeriesHistory(
         tuple(values[-settings.window :]),
         tuple(recent),
         tuple(shifts[-settings.window :]) if known else (),
         tuple(recent_shifts) if known else (),
+        tuple(reference),
+        tuple(reference_shifts) if any(f is not None for f in reference_shifts) else (),
+        history.since,
+        history.age + 1,
+        joined,
+        history.accepted,
+        *measured(history, value),
     )
 
 
+def measured(history: SeriesHistory, value: float) -> tuple[tuple[float, ...], int]:
+    """``last`` and ``after`` once tonight's ``value`` was measured (whatever its verdict)."""
+    complete = len(history.reference) >= REFERENCE_NIGHTS
+    return (*history.last, value)[-max(CREEP_WINDOWS) :], history.after + (1 if complete else 0)
+
+
 def _judge_previous(
-    value: float, history: SeriesHistory, sign: int, max_regression_pct: float, settings: HistorySettings
+    value: float,
+    history: SeriesHistory,
+    sign: int,
+    max_regression_pct: float,
+    settings: HistorySettings,
+    *,
+    when: str | None = None,
 ) -> tuple[NightJudgement, SeriesHistory]:
     """Too little history: today's rule (the bound alone) against the median of the nights so far, said
-    so. Every measured warm-up night joins, whatever its verdict: a few nights cannot tell a lucky night
-    from the normal, and refusing the nights that fail would let one lucky night lock the gate (as it
-    locks ``baseline="previous"``, which keeps comparing with it)."""
+    so. A night that fails joins only when the noise of the nights so far explains it (from two nights
+    on, at ``fail_z`` widened to Student's t: a few nights' noise is wide); one beyond it does not join
+    (a regression never becomes the normal without a person, warm-up included): after an accepted
+    change the nights are judged against the accepted night until one passes, so a change that goes on
+    getting worse from the night after it keeps failing. One exception: the
+    second night of a history nobody accepted joins whatever its verdict, since nothing vouches for
+    its first night (a lucky first night must not lock the gate, as it locks ``baseline="previous"``).
+    The first night of a history begins its reference level (at ``when``)."""
     n = len(history.values)
+    strict = n > 1 or history.accepted
     note = (
         f"{n} night{'s' if n != 1 else ''} of history, {settings.min_history} needed to judge against "
         "the noise: "
         + (
-            "judged against their median by max_regression_pct alone; tonight joins the history whatever "
-            "its verdict"
+            (
+                "judged against their median by max_regression_pct alone; tonight joins the history "
+                + (
+                    "unless it fails beyond their noise"
+                    if n > 1
+                    else "if it passes"
+                    if strict
+                    else "whatever its verdict (its first night is nobody's choice)"
+                )
+            )
             if n
             else "no earlier night: budgets only"
         )
     )
-    joined = SeriesHistory((*history.values, value)[-settings.window :])
     if not n:
-        return NightJudgement(PASS, history_n=0, note=note), joined
+        started = SeriesHistory((value,), reference=(value,), since=when, age=1, joined=1)
+        return NightJudgement(PASS, history_n=0, note=note), started
+    pending = replace(history, recent=(), recent_shifts=())  # a warm-up history has no recent nights
+    joined = admit(pending, value, Decision(NOISE), replace(settings, persist_nights=1))
     centre = _median(history.values)
     pct = _pct_worse(sign, value, centre)
     if pct > max_regression_pct:
         reason = f"more than {_fmt(max_regression_pct)} % worse than the median of the {n} nights of history"
-        return NightJudgement(REGRESSION, history_n=n, baseline=centre, reason=reason, note=note), joined
+        fit = estimate(history.values)
+        explained = n > 1 and sign * (value - fit.centre) <= threshold_factor(settings.fail_z, fit.n) * fit.sd
+        last, count = measured(history, value)
+        after = (
+            joined
+            if explained or not strict
+            else replace(history, age=history.age + 1, last=last, after=count)
+        )
+        return NightJudgement(REGRESSION, history_n=n, baseline=centre, reason=reason, note=note), after
     return NightJudgement(PASS, history_n=n, baseline=centre, note=note), joined
 
 

@@ -338,6 +338,7 @@ def judge_gate(
     settings: HistorySettings | None = None,
     *,
     accepted: Iterable[str] = (),
+    when: str | None = None,
 ) -> tuple[list[GateRow], GateHistory, FamilyNight | None]:
     """Every series of a night judged together against the history (``baseline="history"``): the run's
     metrics and every transaction's, under one false-alarm budget, with the night effect taken out
@@ -346,7 +347,11 @@ def judge_gate(
 
     Returns the rows (in the order given), the history for the next night and the family's judgement
     (None when no series had a value and a readable history). A series whose history did not parse
-    fails as not measured and restarts tomorrow; a series not judged tonight keeps its history."""
+    fails as not measured and restarts tomorrow; a series not judged tonight keeps its history.
+
+    ``when``: the night's date or time (ISO, from the caller), kept with a reference level that begins
+    tonight (the first night, an accepted change) and said in a creep's message ("crept +18 % (3.1 sd)
+    over 41 nights since 2026-03-05"); without it the message counts the nights."""
     judging, family_rules = load_history(), load_family()
     settings = settings or judging.HistorySettings()
     accepted = frozenset(accepted)
@@ -382,9 +387,10 @@ def judge_gate(
                 worse_higher=night.worse_higher,
                 max_regression_pct=night.max_regression_pct,
                 settings=settings,
+                when=when,
             )
 
-        family = family_rules.judge_family(nights, history, settings, fallback=alone)
+        family = family_rules.judge_family(nights, history, settings, fallback=alone, when=when)
     kept = dict(history.series) if history is not None else {}
     rows = []
     for one in series:
@@ -418,6 +424,7 @@ def replay_gate(
     *,
     max_regression_pct: float | Mapping[str, float],
     samples: Iterable[Mapping[SeriesKey, int]] | None = None,
+    whens: Iterable[str | None] | None = None,
     **settings: Any,
 ) -> list[Verdict]:
     """The verdict the gate would have given on each night (oldest first), every series of a night
@@ -427,15 +434,21 @@ def replay_gate(
     whose metric has none is judged by nothing: give every gated metric a bound); ``samples``, night
     for night, the samples behind a transaction's values; ``settings`` are ``HistorySettings`` fields.
     Each verdict's ``history`` is the state after that night: replay a branch from it with
-    ``replay_gate_night``."""
+    ``replay_gate_night``. ``whens``: night for night, its date (ISO), for the creep messages."""
     parsed = load_history().HistorySettings.parse(**settings)
     bounds = _bounds(max_regression_pct)
     history = load_history().GateHistory()
     verdicts = []
     counts = iter(samples) if samples is not None else None
+    dates = iter(whens) if whens is not None else None
     for night in nights:
         verdict = replay_gate_night(
-            night, history, bounds=bounds, settings=parsed, samples=next(counts, {}) if counts else None
+            night,
+            history,
+            bounds=bounds,
+            settings=parsed,
+            samples=next(counts, {}) if counts else None,
+            when=next(dates, None) if dates else None,
         )
         verdicts.append(verdict)
         history = verdict.history
@@ -449,12 +462,15 @@ def replay_gate_night(
     bounds: float | Mapping[str, float],
     settings: HistorySettings,
     samples: Mapping[SeriesKey, int] | None = None,
+    when: str | None = None,
+    accepted: Iterable[str] = (),
 ) -> Verdict:
     """One night of ``replay_gate`` from a given history (``Verdict.history`` is the next one).
 
     The run's load metrics (``(None, "USERLOAD")``, and ``(None, "HITS_RATE")`` unless a mapping of
     bounds names it) are judged by the load rule (``load.py``), as the operator judges them: outside
-    the family, and a night that did not apply its usual load leaves the history as it was."""
+    the family, and a night that did not apply its usual load leaves the history as it was. ``when``:
+    the night's date (``judge_gate``); ``accepted``: the metric ids whose change a person accepted."""
     wanted = _bounds(bounds)
     load = load_rules()
     series = []
@@ -471,9 +487,9 @@ def replay_gate_night(
         if isinstance(wanted, float):
             check_metric_id("max_regression_pct", key[1], regression=True)
         series.append(SeriesSpec(key, value, None, bound, (samples or {}).get(key)))
-    rows, after, family = judge_gate(series, history, settings)
+    rows, after, family = judge_gate(series, history, settings, accepted=accepted, when=when)
     if loads:
-        load_rows, kept = load.judge_loads(loads, history, settings)
+        load_rows, kept = load.judge_loads(loads, history, settings, accepted=accepted)
         rows = [*load_rows, *rows]
         after = history if load.load_untrusted(load_rows) else replace(after, series={**after.series, **kept})
     return Verdict(
@@ -524,6 +540,7 @@ def evaluate(
     caveats: Iterable[Caveat] = (),
     fail_on_caveats: bool = False,
     duration_s: float | None = None,
+    when: str | None = None,
 ) -> Generator[Any, Any, Verdict]:
     """Fetch the run's values (and the baseline's that are not known yet), judge, log the table.
 
@@ -546,6 +563,7 @@ def evaluate(
     ``caveats``: the service's own trust caveats for this run (``caveats.py``; with the run's
     ``duration_s`` and its measured ``USERLOAD``, a run too small for the service's insights is one
     more), said beside the verdict; with ``fail_on_caveats`` those that may fail the gate are rows.
+    ``when``: the night's date (ISO), for ``judge_gate`` (a creep's "since").
     """
     from airflow_provider_loadtest.decisions.watch import Log
 
@@ -566,7 +584,7 @@ def evaluate(
     judged: tuple[SeriesSpec, ...] = ()
     if spec.baseline == HISTORY:
         judged = (*_run_series(spec, values, load_ids), *transaction_series)
-        rows, next_history, family = judge_gate(judged, history, spec.history, accepted=accepted)
+        rows, next_history, family = judge_gate(judged, history, spec.history, accepted=accepted, when=when)
     else:
         unbounded, next_history = judge_history(spec, values, base_values)[0], None
         rows = [row for row in unbounded if row.metric not in load_ids]

@@ -373,7 +373,7 @@ def night_after(history: GateHistory, night: NightRecord, settings: HistorySetti
     from airflow_provider_loadtest.decisions.gate.judging import judge_gate, load_rules
 
     _rows, after, _family = judge_gate(
-        night.series_specs(), history, settings, accepted=night.accepted, **_when(night)
+        night.series_specs(), history, settings, accepted=night.accepted, when=night.when
     )
     if night.loads:
         load = load_rules()
@@ -382,15 +382,6 @@ def night_after(history: GateHistory, night: NightRecord, settings: HistorySetti
             return history
         after = replace(after, series={**after.series, **kept})
     return after
-
-
-def _when(night: NightRecord) -> dict[str, Any]:
-    """``when=`` for ``judge_gate`` where it takes one (the night's date, for a creep's "since")."""
-    from inspect import signature
-
-    from airflow_provider_loadtest.decisions.gate.judging import judge_gate
-
-    return {"when": night.when} if "when" in signature(judge_gate).parameters else {}
 
 
 def fold(history: GateHistory, memory: Memory, settings: HistorySettings) -> GateHistory:
