@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from airflow_provider_loadtest.decisions.gate.history import GateHistory, HistorySettings  # noqa: E402
 from airflow_provider_loadtest.decisions.gate.nights import (  # noqa: E402
+    Memory,
     NightRecord,
     RecordedSeries,
+    chain_of,
     fold,
     recall,
 )
@@ -48,7 +51,7 @@ def season(series: int, nights: int, seed: int = 1) -> list[NightRecord]:
     rng = random.Random(seed)  # noqa: S311 - simulated values, seeded to repeat
     keys = [(f"tx{t:03d}", m) for t in range((series - 1) // 2) for m in (P95, AVG)] + [(None, P95)]
     base = {key: rng.uniform(50, 2000) for key in keys}
-    records, previous = [], None
+    records: list[NightRecord] = []
     for night in range(nights):
         bench = f"br-{night + 1}"
         records.append(
@@ -61,12 +64,11 @@ def season(series: int, nights: int, seed: int = 1) -> list[NightRecord]:
                     for label, metric in keys
                 ),
                 loads=(("USERLOAD", 50.0, None), ("HITS_RATE", 100.0, None)),
-                previous=previous,
                 dag_run_id=f"scheduled__{night}",
                 recorded_at=float(night),
             )
         )
-        previous = bench
+        records[-1] = replace(records[-1], chain=chain_of(records))  # as each night records it
     return records
 
 
@@ -83,8 +85,13 @@ def measure(series: int, nights: int, repeats: int) -> list[list[str]]:
     settings = HistorySettings()
     records = season(series, nights)
     stored = json.dumps([r.to_xcom() for r in records])
-    checkpoint = json.dumps(fold(GateHistory(), records[-70:], settings).to_xcom())
+    checkpoint = json.dumps(
+        fold(
+            GateHistory(), Memory(before=tuple(records[-70:]), replay=tuple(records[-70:])), settings
+        ).to_xcom()
+    )
     swapped = [*records[:-2], records[-1], records[-2]]  # the last two judged at once, the later first
+    scratch = records[-(settings.window + 10) :]
     cases: dict[str, Callable[[], object]] = {
         "json": lambda: json.loads(stored),
         "recall": lambda: recall(json.loads(stored), scenario_id="sc-1"),
@@ -92,8 +99,14 @@ def measure(series: int, nights: int, repeats: int) -> list[list[str]]:
             recall(json.loads(stored), scenario_id="sc-1"),
             GateHistory.from_xcom(json.loads(checkpoint)),
         ),
-        "replay 2": lambda: fold(GateHistory.from_xcom(json.loads(checkpoint)), swapped[-2:], settings),
-        "from scratch": lambda: fold(GateHistory(), records[-(settings.window + 10) :], settings),
+        "replay 2": lambda: fold(
+            GateHistory.from_xcom(json.loads(checkpoint)),
+            Memory(before=tuple(swapped), replay=tuple(swapped[-2:])),
+            settings,
+        ),
+        "from scratch": lambda: fold(
+            GateHistory(), Memory(before=tuple(scratch), replay=tuple(scratch)), settings
+        ),
     }
     found: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeats):  # interleaved: drift hits every case alike

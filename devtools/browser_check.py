@@ -69,7 +69,8 @@ class GateNight:
     """One night of the release gate in this check, and what the gate and the view must make of it."""
 
     day: str
-    scenario: str
+    #: The night's average response time before its run's noise, in ms.
+    average_ms: float
     #: The status the gate must give the metrics it bounds (p95 and the average).
     status: str
     #: The night's verdict in the view's table.
@@ -78,24 +79,24 @@ class GateNight:
     accept: bool = False
 
 
-#: Scenarios of this check's simulator seed (the default seed plus these): the same load at three
-#: levels, each with 4 % of run-to-run noise. Against the season's history (``USUAL``), 4 % of noise
-#: puts the one-night noise band at about +-14 % and the suspicion threshold at about +9 %: a night 12 %
-#: slower (``SUSPECT``) is beyond the 10 % bound and the suspicion but within the noise band, one 30 %
-#: slower (``SLOWER``) a regression. Each scenario's n-th run measures the same in every check.
-USUAL, SUSPECT, SLOWER = "release-usual", "release-suspect", "release-slower"
-GATE_SCENARIOS = {USUAL: 300.0, SUSPECT: 348.0, SLOWER: 390.0}  # average response time, ms
+#: The release candidate of this check's simulator seed (the default seed plus it): one scenario, since
+#: the gate remembers per scenario, whose runs are the same load at three levels, with 4 % of run-to-run
+#: noise. Against the season's history (its usual speed, ``USUAL_MS``), 4 % of noise puts the one-night
+#: noise band at about +-14 % and the suspicion threshold at about +9 %: a night 12 % slower is beyond
+#: the 10 % bound and the suspicion but within the noise band, one 30 % slower a regression.
+GATE_SCENARIO = "release-candidate"
+USUAL_MS, SUSPECT_MS, SLOWER_MS = 300.0, 348.0, 390.0  # average response time
 GATE_NOISE_PCT = 4.0
 #: The DAG run on which the season of history stands in for the weeks before the first night.
 SEASON_DATE = "2026-02-28"
 GATE_NIGHTS = (
-    GateNight("2026-03-01", USUAL, "noise", "pass"),
-    GateNight("2026-03-02", USUAL, "noise", "pass"),
-    GateNight("2026-03-03", SUSPECT, "suspected", "suspected"),
-    GateNight("2026-03-04", SLOWER, "regression", "fail"),
-    GateNight("2026-03-05", SLOWER, "pass", "pass", accept=True),
+    GateNight("2026-03-01", USUAL_MS, "noise", "pass"),
+    GateNight("2026-03-02", USUAL_MS, "noise", "pass"),
+    GateNight("2026-03-03", SUSPECT_MS, "suspected", "suspected"),
+    GateNight("2026-03-04", SLOWER_MS, "regression", "fail"),
+    GateNight("2026-03-05", SLOWER_MS, "pass", "pass", accept=True),
     # The history restarted from the accepted night: one night of it, judged by the bound alone.
-    GateNight("2026-03-06", SLOWER, "pass", "pass"),
+    GateNight("2026-03-06", SLOWER_MS, "pass", "pass"),
 )
 WRONG_KEY = "wrong-key-0f3c9a7e41"
 API_SERVER_START_S = 180.0
@@ -304,20 +305,28 @@ def open_report_link(page: Page, ui: str, run_id: str, sim_url: str, report_ids:
 
 
 def gate_seed() -> dict[str, Any]:
-    """The simulator's default seed plus ``GATE_SCENARIOS`` (in its demo project, where the release
-    gate's template is)."""
+    """The simulator's default seed plus ``GATE_SCENARIO`` (in its demo project, where the release gate's
+    template is). Its n-th run is slower than its usual speed by ``busyRuns``, chosen so that each night
+    measures what a scenario of that night's speed would on its own count of runs (a run's noise is
+    drawn by its number): the same figures in every check, the n-th night of each speed as before."""
+    from airflow_provider_loadtest.simulator.figures import run_noise
     from airflow_provider_loadtest.simulator.seed import load_seed
 
     seed = load_seed(None).model_dump(by_alias=True, mode="json")
-    seed["scenarios"] += [
+    busy, counts = {}, dict.fromkeys({n.average_ms for n in GATE_NIGHTS}, 0)
+    for number, night in enumerate(GATE_NIGHTS, start=1):
+        counts[night.average_ms] += 1
+        wanted = night.average_ms * run_noise(GATE_NOISE_PCT, counts[night.average_ms])
+        busy[str(number)] = wanted / (USUAL_MS * run_noise(GATE_NOISE_PCT, number)) - 1
+    seed["scenarios"].append(
         {
-            "id": scenario,
+            "id": GATE_SCENARIO,
             "projectId": "demo-project",
-            "name": f"Release candidate ({scenario})",
-            "metrics": {"avgResponseTimeMs": avg, "noisePct": GATE_NOISE_PCT},
+            "name": "Release candidate",
+            "metrics": {"avgResponseTimeMs": USUAL_MS, "noisePct": GATE_NOISE_PCT},
+            "busyRuns": {run: share for run, share in busy.items() if abs(share) > 1e-12},
         }
-        for scenario, avg in GATE_SCENARIOS.items()
-    ]
+    )
     return seed
 
 
@@ -327,21 +336,21 @@ def run_gate_nights(home: AirflowHome) -> list[dict[str, Any]]:
     night's run id, XCom result and the history it left, newest first (as the view lists them)."""
     from airflow_provider_loadtest.decisions.history import ACCEPT_CHANGE, HISTORY_XCOM_KEY
 
-    say(f"release gate: a season of history on {SEASON_DATE} ({USUAL} at its usual speed)")
-    season = earlier_season(USUAL, GATE_BOUNDS, seed=gate_seed())
+    say(f"release gate: a season of history on {SEASON_DATE} ({GATE_SCENARIO} at its usual speed)")
+    season = earlier_season(GATE_SCENARIO, GATE_BOUNDS, seed=gate_seed())
     left = home.leave_xcom(GATE_DAG_ID, TASK_ID, HISTORY_XCOM_KEY, season, SEASON_DATE)
     if not left.succeeded:
         raise CheckFailed(f"the season of history was not left in XCom:\n{left.output[-3000:]}")
     nights = []
     for night in GATE_NIGHTS:
         say(
-            f"release gate, night {night.day}: {night.scenario}"
+            f"release gate, night {night.day}: {GATE_SCENARIO} at {night.average_ms:.0f} ms"
             + (f" with {{{ACCEPT_CHANGE!r}: true}}" if night.accept else "")
             + f" (expected: {night.status}, {night.verdict})"
         )
         result = home.dags_test(
             GATE_DAG_ID,
-            {"AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": night.scenario},
+            {"AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": GATE_SCENARIO},
             timeout=300,
             logical_date=night.day,
             conf={ACCEPT_CHANGE: True} if night.accept else None,

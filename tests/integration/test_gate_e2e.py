@@ -147,7 +147,7 @@ def test_a_noisy_night_passes_a_step_fails_and_an_accepted_change_restarts_the_h
         assert "accepts the change of RESPONSE_TIME_AVG, RESPONSE_TIME_PERCENTILE_95" in third.output
         record = NightRecord.from_xcom(third.xcom(DAG_ID, TASK_ID, NIGHT_XCOM_KEY))
         assert record.logical_date is None and set(GATE_BOUNDS) <= record.accepted
-        assert record.previous == second.xcom(DAG_ID, TASK_ID)["bench_result_id"]
+        assert record.bench_result_id == third.xcom(DAG_ID, TASK_ID)["bench_result_id"] and record.chain
 
         _after_the_acceptance(home, release_2, env, accepted=rows)
 
