@@ -140,9 +140,9 @@ def test_after_an_acceptance_a_change_that_goes_on_getting_worse_never_joins() -
 
 def test_after_an_acceptance_ordinary_nights_join_and_the_reference_forms() -> None:
     _, history = _judge(600.0, SeriesHistory(), accepted=True)
-    for night in range(30):
+    for night in range(REFERENCE_NIGHTS + 10):
         _, history = _judge(600.0 + 3 * math.sin(night), history)
-    assert len(history.values) >= 25
+    assert len(history.values) >= REFERENCE_NIGHTS
     assert len(history.reference) == REFERENCE_NIGHTS and history.reference[0] == 600.0
 
 

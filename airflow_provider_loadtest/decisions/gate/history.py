@@ -298,7 +298,7 @@ def _reference_from_xcom(data: object) -> dict[str, Any]:
 
 #: The nights whose mean is a series' reference level: the first that join after an accepted change
 #: (or after the history began).
-REFERENCE_NIGHTS = 20
+REFERENCE_NIGHTS = 40
 #: The creep test's windows: the mean of the last m nights (none of them a reference night) against
 #: the reference level; several, under one budget (a fast creep is seen by the short ones first, a
 #: slow one by the long one).
