@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -279,7 +279,9 @@ def ran_at_of(run: StartedRun) -> float:
 
 def night_date(run: StartedRun) -> str:
     """The night's date (ISO) as the gate says it ("crept ... since 2026-03-05")."""
-    return datetime.fromtimestamp(ran_at_of(run), UTC).strftime("%Y-%m-%d")
+    from airflow_provider_loadtest.decisions.gate.nights import date_of
+
+    return date_of(ran_at_of(run))
 
 
 def context_ids(context: Any, ti: Any) -> tuple[str | None, int, str | None]:

@@ -19,16 +19,7 @@ from airflow_provider_loadtest.decisions.gate.history import (
     with_reference,
 )
 from airflow_provider_loadtest.decisions.gate.judging import replay_gate, replay_gate_night
-
-P95, AVG = "RESPONSE_TIME_PERCENTILE_95", "RESPONSE_TIME_AVG"
-Key = tuple[str | None, str]
-
-
-def _keys(transactions: int) -> list[Key]:
-    keys: list[Key] = [(None, P95)]
-    for t in range(transactions):
-        keys += [(f"t{t:02d}", P95), (f"t{t:02d}", AVG)]
-    return keys
+from tests.unit.test_gate_family import AVG, P95, Key, _keys
 
 
 def _gate(seed: int, keys: list[Key]) -> tuple[random.Random, dict[Key, float], dict[Key, float]]:

@@ -130,7 +130,7 @@ class NightRecord:
     @property
     def when(self) -> str:
         """The night as a date, for the log ("since 2026-03-05")."""
-        return datetime.fromtimestamp(self.ran_at, UTC).strftime("%Y-%m-%d")
+        return date_of(self.ran_at)
 
     def to_xcom(self) -> dict[str, Any]:
         return {
@@ -220,6 +220,11 @@ class NightRecord:
 _LARGEST = 1e15
 #: Epoch seconds of a plausible night: from 2000 to 2100.
 _EARLIEST, _LATEST = 946_684_800.0, 4_102_444_800.0
+
+
+def date_of(ran_at: float) -> str:
+    """A night's date (ISO) as the gate says it ("crept ... since 2026-03-05")."""
+    return datetime.fromtimestamp(ran_at, UTC).strftime("%Y-%m-%d")
 
 
 def _number_or_none(value: object, what: str) -> float | None:
