@@ -352,11 +352,18 @@ def test_clearing_a_running_task_stops_its_run_and_starts_exactly_one_new(cluste
     cluster.run(["dags", "trigger", "crash_clearrun"])
     _task_process_polling(cluster, "crash-clearrun")
     cluster.run(["tasks", "clear", "crash_clearrun", "--task-regex", "load_test", "--yes"])
+    cleared_by = cluster.sim.state.clock.now()  # the clear is in Airflow's database by then
     assert _finish(cluster, "crash_clearrun") == "success", cluster.log_tail()
     runs, stopped = _runs(cluster.sim, "crash-clearrun"), _stopped(cluster.sim, "crash-clearrun")
     print(f"crash_clearrun: task {cluster.task('crash_clearrun')}, runs {runs}, stopped {stopped}")
     assert len(runs) == 2, f"a clear should start exactly one new run: {runs}\n{cluster.log_tail()}"
-    assert stopped == runs[:1]
+    first = cluster.sim.runs("crash-clearrun")[0]
+    if first.started_at + first.duration < cleared_by:
+        # A busy machine: the CLI took longer than the run's 30 s, so the run may have ended on its own
+        # before the clear came, and then nothing was left to stop. Only a run still going is judged.
+        assert stopped in ([], runs[:1])
+    else:
+        assert stopped == runs[:1], "the run of before the clear went on"
 
 
 def test_a_wait_the_triggerer_cannot_do_is_handed_back_to_a_worker(cluster: Cluster) -> None:
