@@ -32,8 +32,10 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
 
+# Quiet: the package list would bury the demo's own lines (errors still show); one line says what it did.
 venv: $(UV)
-	$(UV) sync --locked --python $(PYTHON)
+	$(UV) sync --locked --quiet --python $(PYTHON)
+	@echo "[venv] $(VENV) matches uv.lock ($$(ls $(VENV)/lib/python3*/site-packages | grep -c dist-info) packages)"
 
 # Rebuilt when the project's dependencies or this recipe change (about 10 s).
 $(FLOOR_VENV)/.built: pyproject.toml Makefile | $(UV)

@@ -322,11 +322,17 @@ def _leave_season(home: AirflowHome, dag_id: str, history: dict[str, Any]) -> bo
     return True
 
 
+#: The gate's failure line as the demo prints it (the whole line is in the night's log).
+FAILURE_CHARS = 600
+
+
 def _gated_night(
     home: AirflowHome, env: dict[str, str], dag_id: str, night: str, scenario: str
 ) -> tuple[DagRunResult, dict[str, Any]]:
     """One real night of a gated DAG: run it, keep its log, print its gate's table and failure; return
     the result and the task's ``return_value``."""
+    from airflow_provider_loadtest.decisions.samples.masking import clip_words
+
     print(f"[demo] running: airflow dags test {dag_id} {night} (scenario {scenario})")
     result = home.dags_test(dag_id, env, logical_date=night)
     (home.path / f"{dag_id}-{night}.log").write_text(result.output)
@@ -337,7 +343,7 @@ def _gated_night(
         print(result.output[start:].split(" [airflow.task", 1)[0])
     failure = result.output.find("Quality gate failed")
     if failure >= 0:
-        print("[demo] " + result.output[failure:].splitlines()[0][:600])
+        print("[demo] " + clip_words(result.output[failure:].splitlines()[0], FAILURE_CHARS))
     print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
     return result, run
 

@@ -115,3 +115,13 @@ def test_the_simulators_output_quoted_in_the_docs_is_what_it_prints() -> None:
     lines = quoted.group(1).strip().splitlines()
     url = lines[0].partition("=")[2]
     assert lines == banner(url, load_seed().api_keys[0])
+
+
+def test_the_simulators_scenarios_are_listed_by_id_and_name() -> None:
+    """A user trying ``scenario_name`` had to ask the API for a name: the table gives both, as seeded."""
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    page = (ROOT / "docs" / "simulator.md").read_text()
+    listed = dict(re.findall(r"^\| `([\w-]+)` \| ([^|]+?) \|", page, flags=re.M))
+    seeded = {scenario.id: scenario.name for scenario in load_seed().scenarios}
+    assert listed == seeded
