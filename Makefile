@@ -241,4 +241,4 @@ mutation: venv
 		--functions '*RunScenarioOperator*_attach_or_start*' --functions '*RunScenarioOperator*_start_recorded*'
 
 clean:
-	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -27,6 +27,30 @@ def test_it_reads_in_five_minutes() -> None:
     assert not internal, internal
 
 
+#: The gate's own words, explained in docs/gate.md: a newcomer meets them there, not on the first page.
+GATE_VOCABULARY = (
+    "night effect",
+    "own noise",
+    "suspected",
+    "false-alarm budget",
+    "gated metric",
+    "production-like slice",
+    "mutants",
+    "own regression",
+)
+
+
+def test_it_speaks_without_the_gates_vocabulary() -> None:
+    found = [word for word in GATE_VOCABULARY if word in README.lower()]
+    assert not found, f"explain these in docs/gate.md and link there: {found}"
+    assert "(docs/gate.md)" in README
+
+
+def test_python_is_stated_once() -> None:
+    """One place says which Python: two drifted apart before ("3.11+" and "3.11")."""
+    assert len(re.findall(r"\bPython 3\.\d+", README)) == 1, re.findall(r"Python 3\.\d+\+?", README)
+
+
 def test_the_versions_it_requires_are_the_packages() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     floor = re.search(r"apache-airflow>=([\d.]+)", " ".join(project["dependencies"]))
