@@ -6,13 +6,15 @@ points ``loadtest_default`` at the simulator, runs ``airflow dags test`` for the
 (``loadtest_nightly``, then ``loadtest_nightly_report``, whose PDF report and run files are kept in
 ``./demo-reports``), then the release gate (``loadtest_release_gate``, ``baseline="history"``, on the
 simulator's ``slower-scenario``: a few percent of noise from run to run, and 20 % slower at every run).
-A real season of nightly load tests would take weeks, so the demo stands in for one: the history that
-20 passing nights at the scenario's usual speed would have left (the simulator's own figures and noise,
-judged by the gate's own code) is put in XCom on the DAG run of the day before. Then two real nights:
+A real season of nightly load tests would take weeks, so the demo stands in for one: 20 passing nights
+at the scenario's usual speed (the simulator's own figures and noise, judged by the gate's own code),
+each a DAG run of its own dated as a night of a few minutes, with what the gated task would have left in
+XCom (``season_nights``: the view draws them, the next night's gate reads them). Then two real nights:
 the first is judged noise against that history and passes, the second (20 % slower) is a regression
 and fails. Last, the transaction gate (``loadtest_transaction_gate``: every transaction's p95 judged
 together against the history, one false-alarm budget for the gate) on ``checkout-scenario``, after a
-season of its history drawn from the simulator's own samples (in a thread while the first DAGs run):
+season of 24 nights drawn from the simulator's own samples (in a thread while the first DAGs run), left
+the same way:
 a busy night, every transaction about 15 % slower together, passes (the night effect explains it),
 and the demo shows that judging each series alone (``replay_history``) would have failed a row; the
 next night Checkout alone is about 40 % slower and fails as Checkout's own regression, beyond the
