@@ -26,14 +26,16 @@ FLOOR_VENV := .venv-floor
 # aioresponses-ng, the same module for aiohttp 3.13+, did not exist yet. hypothesis for the view's property tests.
 FLOOR_TEST_DEPS := pytest pytest-xdist pytest-timeout requests-mock aioresponses hypothesis pypdf wtforms
 
-.PHONY: venv venv-floor otava-venv lint docs announce-system-installs test unit unit-floor demo demo-ui bench browser chaos test-prod test-prod-slice mutation clean
+.PHONY: venv venv-floor otava-venv lint docs dist wheel-floor announce-system-installs test unit unit-floor demo demo-ui bench browser chaos test-prod test-prod-slice mutation clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
 
+# Quiet: the package list would bury the demo's own lines (errors still show); one line says what it did.
 venv: $(UV)
-	$(UV) sync --locked --python $(PYTHON)
+	$(UV) sync --locked --quiet --python $(PYTHON)
+	@echo "[venv] $(VENV) matches uv.lock ($$(ls $(VENV)/lib/python3*/site-packages | grep -c dist-info) packages)"
 
 # Rebuilt when the project's dependencies or this recipe change (about 10 s).
 $(FLOOR_VENV)/.built: pyproject.toml Makefile | $(UV)
@@ -104,7 +106,8 @@ announce-system-installs:
 	$(ANNOUNCE_PROD_PACKAGES)
 
 # The whole suite: lint, type check, the docs, unit and integration tests (real simulator, real Airflow)
-# on the locked newest Airflow, the unit tests again on the oldest Airflow we declare, then the production
+# on the locked newest Airflow, the unit tests again on the oldest Airflow we declare, the built wheel
+# installed with that Airflow and the quickstart run against it, then the production
 # rig's slice (PostgreSQL, Celery, two triggerers). pytest-xdist runs the files in PYTEST_WORKERS
 # processes, each test file whole in one of them (a file's Airflow cluster is module-scoped): the
 # real-Airflow cases mostly wait on runs and processes, so 2 workers halve the time on 2 cores.
@@ -113,10 +116,35 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 test: announce-system-installs lint docs
 	$(BIN)/python -m pytest -m "not production" $(PYTEST_PARALLEL)
 	$(MAKE) unit-floor
+	$(MAKE) wheel-floor
 	$(MAKE) test-prod-slice
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
+
+# The package as it would be published, into dist/: the sdist and the wheel (uv build, hatchling), their
+# metadata checked by twine (run by uv in a throwaway environment: never a dependency of ours), then what
+# the wheel holds (devtools/check_dist.py: every tracked file of the package, no tests/, devtools/,
+# benchmarks/). About 10 s.
+TWINE_VERSION := 7.0.0
+dist: $(UV)
+	rm -rf dist
+	$(UV) build --quiet --sdist --wheel --out-dir dist
+	$(UV) tool run --quiet --from twine==$(TWINE_VERSION) twine check --strict dist/*
+	$(PYTHON) devtools/check_dist.py dist
+
+# The built wheel (not the tree) in a fresh venv with the oldest Airflow we declare, pinned by date as
+# venv-floor is (uv's cache makes it about 20 s), then the README's quickstart against it from a
+# temporary folder, so the source tree cannot shadow the installed package
+# (tests/integration/test_readme_quickstart.py::test_the_quickstart_works_from_the_built_wheel).
+WHEEL_VENV := build/wheel-floor
+wheel-floor: dist venv
+	rm -rf $(WHEEL_VENV)
+	$(UV) venv --quiet --python $(PYTHON) $(WHEEL_VENV)
+	VIRTUAL_ENV=$(WHEEL_VENV) $(UV) pip install --quiet --exclude-newer $(FLOOR_DATE) \
+		apache-airflow==$(FLOOR_AIRFLOW) dist/*.whl
+	LOADTEST_WHEEL_VENV=$(WHEEL_VENV) $(BIN)/python -m pytest -p no:cacheprovider \
+		tests/integration/test_readme_quickstart.py -k built_wheel
 
 unit-floor: venv-floor
 	$(FLOOR_VENV)/bin/python -c "import airflow; assert airflow.__version__ == '$(FLOOR_AIRFLOW)', airflow.__version__"
@@ -239,4 +267,4 @@ mutation: venv
 		--functions '*RunScenarioOperator*_attach_or_start*' --functions '*RunScenarioOperator*_start_recorded*'
 
 clean:
-	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TOOLS) $(VENV) $(FLOOR_VENV) $(OTAVA_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

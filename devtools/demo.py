@@ -6,13 +6,15 @@ points ``loadtest_default`` at the simulator, runs ``airflow dags test`` for the
 (``loadtest_nightly``, then ``loadtest_nightly_report``, whose PDF report and run files are kept in
 ``./demo-reports``), then the release gate (``loadtest_release_gate``, ``baseline="history"``, on the
 simulator's ``slower-scenario``: a few percent of noise from run to run, and 20 % slower at every run).
-A real season of nightly load tests would take weeks, so the demo stands in for one: the history that
-20 passing nights at the scenario's usual speed would have left (the simulator's own figures and noise,
-judged by the gate's own code) is put in XCom on the DAG run of the day before. Then two real nights:
+A real season of nightly load tests would take weeks, so the demo stands in for one: 20 passing nights
+at the scenario's usual speed (the simulator's own figures and noise, judged by the gate's own code),
+each a DAG run of its own dated as a night of a few minutes, with what the gated task would have left in
+XCom (``season_nights``: the view draws them, the next night's gate reads them). Then two real nights:
 the first is judged noise against that history and passes, the second (20 % slower) is a regression
 and fails. Last, the transaction gate (``loadtest_transaction_gate``: every transaction's p95 judged
 together against the history, one false-alarm budget for the gate) on ``checkout-scenario``, after a
-season of its history drawn from the simulator's own samples (in a thread while the first DAGs run):
+season of 24 nights drawn from the simulator's own samples (in a thread while the first DAGs run), left
+the same way:
 a busy night, every transaction about 15 % slower together, passes (the night effect explains it),
 and the demo shows that judging each series alone (``replay_history``) would have failed a row; the
 next night Checkout alone is about 40 % slower and fails as Checkout's own regression, beyond the
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     season: Future[Any] | None = None
     if not args.dag_ids:  # a few seconds of CPU, drawn while the first DAGs wait on their runs
         drawing = ThreadPoolExecutor(max_workers=1)
-        season = drawing.submit(transaction_season, TRANSACTION_SCENARIO, TRANSACTION_BOUNDS)
+        season = drawing.submit(transaction_season_samples, TRANSACTION_SCENARIO, TRANSACTION_BOUNDS)
         drawing.shutdown(wait=False)
     with simulator_process(args.run_seconds) as (url, api_key):
         print(f"[demo] simulator listening on {url}")
@@ -262,6 +264,28 @@ def earlier_season(
     this simulator started, -``nights`` to -1), judged by the gate's own code, night after night."""
     from airflow_provider_loadtest.decisions.gate import GateSpec, judge_history
     from airflow_provider_loadtest.decisions.history import GateHistory
+
+    spec = GateSpec.parse(None, dict(bounds), "history")
+    history = GateHistory()
+    for run_index, night in zip(
+        range(-nights, 0), release_values(scenario_id, bounds, nights, seed), strict=True
+    ):
+        values = {metric: night[(None, metric)] for metric in spec.metric_ids}
+        rows, after = judge_history(spec, values, None, history=history)
+        if after is None or not all(row.passed for row in rows):
+            raise RuntimeError(f"night {run_index} of the season did not pass: {rows}")
+        history = after
+    return history.to_xcom()
+
+
+def release_values(
+    scenario_id: str,
+    bounds: Mapping[str, float],
+    nights: int = SEASON_NIGHTS,
+    seed: str | Path | dict[str, Any] | None = None,
+) -> list[dict[SeriesKey, float]]:
+    """Each of ``nights`` runs' figures of ``bounds``' metrics before this simulator started (runs
+    -``nights`` to -1: the scenario's usual speed and run-to-run noise), oldest first."""
     from airflow_provider_loadtest.models.enums import MetricId
     from airflow_provider_loadtest.simulator.figures import RunFigures
     from airflow_provider_loadtest.simulator.seed import load_seed
@@ -269,16 +293,96 @@ def earlier_season(
     scenario = load_seed(seed).scenario(scenario_id)
     if scenario is None:
         raise ValueError(f"the seed has no scenario {scenario_id!r}")
-    spec = GateSpec.parse(None, dict(bounds), "history")
-    history = GateHistory()
+    values: list[dict[SeriesKey, float]] = []
     for run_index in range(-nights, 0):
         figures = RunFigures.of(scenario.metrics, 100.0, 1.0, scenario.agents, run_index=run_index)
-        values = {metric: figures.summary_value(MetricId(metric)) for metric in spec.metric_ids}
-        rows, after = judge_history(spec, values, None, history=history)
-        if after is None or not all(row.passed for row in rows):
-            raise RuntimeError(f"night {run_index} of the season did not pass: {rows}")
-        history = after
-    return history.to_xcom()
+        values.append({(None, metric): float(figures.summary_value(MetricId(metric))) for metric in bounds})
+    return values
+
+
+def season_dates(nights: int, last: str = SEASON_DATE) -> list[str]:
+    """``nights`` dates (ISO), one a day, ending on ``last``."""
+    from datetime import date, timedelta
+
+    end = date.fromisoformat(last)
+    return [(end - timedelta(days=nights - 1 - i)).isoformat() for i in range(nights)]
+
+
+def season_nights(
+    task_id: str,
+    scenario_id: str,
+    values: Sequence[Mapping[SeriesKey, float]],
+    bounds: Mapping[str, float],
+    samples: Sequence[Mapping[SeriesKey, int]] | None = None,
+    test_name: str = "nightly",
+) -> list[dict[str, Any]]:
+    """A season of nights as the gated task would have left them, one DAG run each
+    (``AirflowHome.leave_nights``): each night judged by the gate's own code, every series together
+    (``replay_gate``), and in XCom what ``RunScenarioOperator`` leaves: its run record, its
+    ``return_value`` (the gate's rows and night effect: what the Load tests view draws), the night's
+    record and the history it ended with (what the next night's gate reads). Raises when a night of
+    the season did not pass: the season stands in for passing nights."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from airflow_provider_loadtest.decisions.gate import replay_gate
+    from airflow_provider_loadtest.decisions.gate.history import HISTORY_XCOM_KEY
+    from airflow_provider_loadtest.decisions.gate.nights import NIGHT_XCOM_KEY, NightRecord, chain_of
+    from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY, RunRecord
+    from airflow_provider_loadtest.decisions.runs import StartedRun
+    from airflow_provider_loadtest.lifecycle.night_records import (
+        SAVED_BY_RECORDS,
+        WITHOUT_RECORD,
+        night_record,
+    )
+
+    dates = season_dates(len(values))
+    verdicts = replay_gate(values, max_regression_pct=dict(bounds), samples=samples, whens=dates)
+    records: list[NightRecord] = []
+    nights = []
+    for when, verdict in zip(dates, verdicts, strict=True):
+        if not verdict.passed or verdict.history is None:
+            raise RuntimeError(f"the night of {when} of the season did not pass: {verdict.rows}")
+        ran_at = datetime.fromisoformat(f"{when}T02:01:00+00:00").timestamp()
+        run = StartedRun(
+            scenario_id=scenario_id,
+            report_id=f"season-report-{when}",
+            bench_result_id=f"season-{scenario_id}-{when}",
+            project_id="demo-project",
+            template_id=None,
+            workspace_id="demo-workspace",
+            test_name=f"{test_name} {when}",
+            report_url=None,
+            started_at=ran_at,
+            created_at=ran_at,
+        )
+        logical = datetime.fromisoformat(when).replace(tzinfo=UTC).isoformat()
+        record = night_record(run, verdict, accepted=(), memory=None, context_ids=(None, -1, logical))
+        record = replace(
+            record, chain=chain_of([*records, record]), recorded_at=ran_at + SEASON_RUN_MINUTES * 60
+        )
+        records.append(record)
+        result: dict[str, Any] = {
+            **run.to_xcom(),
+            "state": "FINISHED",
+            "gate": [row.to_xcom() for row in verdict.rows],
+        }
+        if verdict.night is not None:
+            result["night_effect"] = verdict.night.to_xcom()
+        started = RunRecord(scenario_id=scenario_id, start_sent_at=ran_at, max_tries=3, run=run.to_xcom())
+        saved = {**verdict.history.to_xcom(), SAVED_BY_RECORDS: run.bench_result_id, WITHOUT_RECORD: []}
+        pushed = {
+            RUN_RECORD_KEY: started.to_store(),
+            "return_value": result,
+            HISTORY_XCOM_KEY: saved,
+            NIGHT_XCOM_KEY: record.to_xcom(),  # its dag_run_id (None here) is the DAG run's, once made
+        }
+        nights.append({"logical_date": when, "minutes": SEASON_RUN_MINUTES, "xcom": {task_id: pushed}})
+    return nights
+
+
+#: How long a night of the season ran (its DAG run's start and end dates: plausible, not weeks).
+SEASON_RUN_MINUTES = 4
 
 
 def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
@@ -287,10 +391,17 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     happened."""
     env = {**env, "AIRFLOW_VAR_LOADTEST_RELEASE_GATE_SCENARIO_ID": GATE_SCENARIO}
     print(
-        f"[demo] standing in for an earlier season: the gate history of {SEASON_NIGHTS} passing nights of "
-        f"{GATE_SCENARIO} at its usual speed, left in XCom on the DAG run of {SEASON_DATE}"
+        f"[demo] standing in for an earlier season: {SEASON_NIGHTS} passing nights of {GATE_SCENARIO} at "
+        f"its usual speed, one DAG run each up to {SEASON_DATE}, judged by the gate's own code"
     )
-    if not _leave_season(home, GATE_DAG_ID, earlier_season(GATE_SCENARIO, GATE_BOUNDS)):
+    nights = season_nights(
+        GATE_TASK_ID,
+        GATE_SCENARIO,
+        release_values(GATE_SCENARIO, GATE_BOUNDS),
+        GATE_BOUNDS,
+        test_name="release gate",
+    )
+    if not _leave_season(home, GATE_DAG_ID, nights):
         return False
     outcomes, judged = [], []
     for night in NIGHTS:
@@ -310,16 +421,18 @@ def _gate_demo(home: AirflowHome, env: dict[str, str]) -> bool:
     return expected
 
 
-def _leave_season(home: AirflowHome, dag_id: str, history: dict[str, Any]) -> bool:
-    """Leave ``history`` in XCom as ``dag_id``'s gated task would have on the DAG run of SEASON_DATE."""
-    from airflow_provider_loadtest.decisions.history import HISTORY_XCOM_KEY
-
-    season = home.leave_xcom(dag_id, GATE_TASK_ID, HISTORY_XCOM_KEY, history, SEASON_DATE)
+def _leave_season(home: AirflowHome, dag_id: str, nights: list[dict[str, Any]]) -> bool:
+    """Leave ``nights`` (``season_nights``) as DAG runs of ``dag_id``, as its gated task would have."""
+    season = home.leave_nights(dag_id, nights)
     if not season.succeeded:
         print(season.output[-4000:], file=sys.stderr)
         return False
-    print(f"[demo] season left in XCom in {season.seconds:.1f} s")
+    print(f"[demo] {len(nights)} nights left as DAG runs in {season.seconds:.1f} s")
     return True
+
+
+#: The gate's failure line as the demo prints it (the whole line is in the night's log).
+FAILURE_CHARS = 600
 
 
 def _gated_night(
@@ -327,6 +440,8 @@ def _gated_night(
 ) -> tuple[DagRunResult, dict[str, Any]]:
     """One real night of a gated DAG: run it, keep its log, print its gate's table and failure; return
     the result and the task's ``return_value``."""
+    from airflow_provider_loadtest.decisions.samples.masking import clip_words
+
     print(f"[demo] running: airflow dags test {dag_id} {night} (scenario {scenario})")
     result = home.dags_test(dag_id, env, logical_date=night)
     (home.path / f"{dag_id}-{night}.log").write_text(result.output)
@@ -337,7 +452,7 @@ def _gated_night(
         print(result.output[start:].split(" [airflow.task", 1)[0])
     failure = result.output.find("Quality gate failed")
     if failure >= 0:
-        print("[demo] " + result.output[failure:].splitlines()[0][:600])
+        print("[demo] " + clip_words(result.output[failure:].splitlines()[0], FAILURE_CHARS))
     print(f"[demo] DAG run {'succeeded' if result.succeeded else 'FAILED'} in {result.seconds:.1f} s")
     return result, run
 
@@ -358,6 +473,17 @@ def transaction_season(
     nights: int = TRANSACTION_SEASON_NIGHTS,
     seed: str | Path | dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[SeriesKey, float]]]:
+    """``transaction_season_samples`` without the samples: the history (XCom form) and each night's values."""
+    history, values, _samples = transaction_season_samples(scenario_id, bounds, nights, seed)
+    return history, values
+
+
+def transaction_season_samples(
+    scenario_id: str,
+    bounds: Mapping[str, float],
+    nights: int = TRANSACTION_SEASON_NIGHTS,
+    seed: str | Path | dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[dict[SeriesKey, float]], list[dict[SeriesKey, int]]]:
     """The gate history (its XCom form) that ``nights`` nights of ``scenario_id`` at its usual speed
     would have left for a transaction gate bounding ``bounds`` of every label it samples, and each
     night's values (oldest first). Each night is the simulator's own samples of that run (the runs
@@ -396,7 +522,7 @@ def transaction_season(
     history = verdicts[-1].history
     if history is None:
         raise RuntimeError("the season left no gate history")
-    return history.to_xcom(), values
+    return history.to_xcom(), values, samples
 
 
 def alone_verdicts(
@@ -430,13 +556,16 @@ def _transaction_demo(home: AirflowHome, env: dict[str, str], season: Future[Any
     from airflow_provider_loadtest.decisions.gate import REGRESSION
 
     env = {**env, "AIRFLOW_VAR_LOADTEST_TRANSACTION_GATE_SCENARIO_ID": TRANSACTION_SCENARIO}
-    history, values = season.result()
+    _history, values, samples = season.result()
     print(
-        f"[demo] standing in for an earlier season of the transaction gate: the history of "
-        f"{TRANSACTION_SEASON_NIGHTS} passing nights of {TRANSACTION_SCENARIO} (each transaction's p95 "
-        f"from the simulator's samples, judged together), left in XCom on the DAG run of {SEASON_DATE}"
+        f"[demo] standing in for an earlier season of the transaction gate: {TRANSACTION_SEASON_NIGHTS} "
+        f"passing nights of {TRANSACTION_SCENARIO} (each transaction's p95 from the simulator's samples, "
+        f"judged together), one DAG run each up to {SEASON_DATE}"
     )
-    if not _leave_season(home, TRANSACTION_DAG_ID, history):
+    nights = season_nights(
+        GATE_TASK_ID, TRANSACTION_SCENARIO, values, TRANSACTION_BOUNDS, samples, test_name="transaction gate"
+    )
+    if not _leave_season(home, TRANSACTION_DAG_ID, nights):
         return False
     busy, slow = NIGHTS
     print(f"[demo] {busy}: a busy night, every transaction about 15 % slower together")

@@ -127,6 +127,15 @@ class AirflowHome:
         (not run) and ``task_id``'s XCom ``key`` set to ``value``, as the task would have left it."""
         return self._dag_test(dag_id, {}, timeout, logical_date, leave=(task_id, key, value))
 
+    def leave_nights(self, dag_id: str, nights: list[dict[str, Any]], timeout: float = 600) -> DagRunResult:
+        """Stand in for a season of earlier runs of ``dag_id`` at once (``dag_test.py --leave-nights``):
+        per night ``{"logical_date", "minutes", "xcom": {task_id: {key: value}}}``, a DAG run dated as
+        that night ran, its tasks marked successful and its XComs set; ``summary["run_ids"]``."""
+        with tempfile.TemporaryDirectory(prefix="loadtest-nights-") as scratch:
+            source = Path(scratch) / "nights.json"
+            source.write_text(json.dumps(nights))
+            return self._dag_test(dag_id, {}, timeout, None, nights=source)
+
     def _dag_test(
         self,
         dag_id: str,
@@ -136,6 +145,7 @@ class AirflowHome:
         *,
         conf: dict[str, Any] | None = None,
         leave: tuple[str, str, Any] | None = None,
+        nights: Path | None = None,
     ) -> DagRunResult:
         with tempfile.TemporaryDirectory(prefix="loadtest-dag-test-") as scratch:
             summary_path = Path(scratch) / "summary.json"
@@ -148,6 +158,7 @@ class AirflowHome:
                 *([logical_date] if logical_date else []),
                 *(["--conf", json.dumps(conf)] if conf is not None else []),
                 *(["--leave-xcom", leave[0], leave[1], json.dumps(leave[2])] if leave else []),
+                *(["--leave-nights", str(nights)] if nights else []),
             ]
             done = self._run(argv, extra, timeout)
             seconds = time.monotonic() - started

@@ -109,15 +109,20 @@ def _segment(parameter: str, value: str) -> str:
     return quote(validate_path_id(parameter, value), safe="")
 
 
-def _status_detail(status: int, service_text: str) -> str:
+def _status_detail(status: int, service_text: str, conn_id: str | None = None) -> str:
+    """What an error status means for the user; a refused key names the connection it came from."""
     said = f" The service said: {service_text}" if service_text else " The answer had no body."
+    connection = f"connection {conn_id!r}" if conn_id else "the connection"
     if status == 401:
         return (
-            "the API key was refused: it is wrong or expired (set a valid key as the connection's password)."
-            + said
+            "the API key was refused: it is wrong or expired (set a valid key as the password of "
+            f"{connection})." + said
         )
     if status == 403:
-        return "the API key's user is not allowed to do this (plan limit or missing rights)." + said
+        return (
+            "the API key's user is not allowed to do this (plan limit or missing rights; the key of "
+            f"{connection})." + said
+        )
     if status == 404:
         return "not found: check the id (it is the last segment of the resource's URL in the web UI)." + said
     if status == 429:
@@ -285,13 +290,15 @@ def decode_answer(
     body: bytes,
     secret: str | None,
     location: str | None = None,
+    conn_id: str | None = None,
 ) -> T:
-    """Turn an HTTP answer into ``T``, or raise the package's error saying what went wrong."""
+    """Turn an HTTP answer into ``T``, or raise the package's error saying what went wrong
+    (``conn_id``: the connection a refused key is named by)."""
     if 300 <= status < 400:
         raise request.error(status, _redirect_detail(status, location))
     if status >= 400:
         text = trim_service_text(body.decode("utf-8", "replace"), secret)
-        raise request.error(status, _status_detail(status, text))
+        raise request.error(status, _status_detail(status, text, conn_id))
     if request.answer == "bytes":
         return request.parse(body)
     if request.answer == "text":

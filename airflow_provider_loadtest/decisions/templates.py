@@ -60,12 +60,19 @@ def describe_missing(
     name: str | None = None,
     template_id: str | None = None,
 ) -> str:
-    """A message for "no such template" that lists what the workspace does have."""
+    """A message for "no such template" that lists what the workspace does have (the first
+    ``LISTED_TEMPLATES`` by name, and how many more: a workspace may hold hundreds)."""
     wanted = f"named {name!r}" if name is not None else f"with id {template_id!r}"
     if not templates:
         return f"workspace {workspace_id!r} has no report templates, so none is {wanted}"
-    available = ", ".join(sorted(f"{t.name!r} (id {t.id!r})" for t in templates))
+    names = sorted(f"{t.name!r} (id {t.id!r})" for t in templates)
+    more = len(names) - LISTED_TEMPLATES
+    available = ", ".join(names[:LISTED_TEMPLATES]) + (f" and {more} more" if more > 0 else "")
     return f"workspace {workspace_id!r} has no report template {wanted}; it has: {available}"
+
+
+#: Templates a "no such template" message names at most.
+LISTED_TEMPLATES = 20
 
 
 def require_template(

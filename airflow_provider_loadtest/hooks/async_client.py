@@ -85,6 +85,7 @@ class AsyncLoadTestClient:
                         body,
                         self.settings.api_key,
                         location=headers.get("Location"),
+                        conn_id=self.settings.conn_id,
                     )
             await _sleep(delay)
 

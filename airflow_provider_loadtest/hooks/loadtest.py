@@ -316,6 +316,7 @@ class LoadTestHook(BaseHook):
                         body,
                         settings.api_key,
                         location=headers.get("Location"),
+                        conn_id=settings.conn_id,
                     )
             _sleep(delay)
 

@@ -43,6 +43,9 @@ class ConnectionSettings:
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     verify_ssl: bool | str = True
+    #: The Airflow connection these settings came from, named in a refused key's message (several
+    #: connections may point at one service). Not part of the settings' identity (sessions are shared).
+    conn_id: str | None = field(default=None, compare=False)
 
     def url(self, path: str) -> str:
         """The absolute URL of an API path (``path`` starts with ``/``)."""
@@ -237,4 +240,5 @@ def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
         ),
         read_timeout_s=_as_seconds("read_timeout", _extra(extras, "read_timeout"), DEFAULT_READ_TIMEOUT_S),
         verify_ssl=tls_verification(_extra(extras, "verify_ssl"), _extra(extras, "ca_bundle")),
+        conn_id=getattr(conn, "conn_id", None) or None,
     )

@@ -66,7 +66,7 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         """Poke once here; if the template is not there yet and ``deferrable``, wait in the triggerer."""
         if not self.deferrable:
-            return super().execute(context)
+            return self._poke_until_timeout(context)
         first = self.poke(context)
         if first.is_done:
             return first.xcom_value
@@ -102,15 +102,32 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
         if event.get("error") == "TemplateWaitTimeout":
             from airflow_provider_loadtest.compat import AirflowSkipException
 
-            try:
-                from airflow.sdk.exceptions import AirflowSensorTimeout
-            except ImportError:  # Airflow < 3.2
-                from airflow.exceptions import AirflowSensorTimeout  # type: ignore[no-redef]
-
             if self.soft_fail:
                 raise AirflowSkipException(str(event.get("message")))
-            raise AirflowSensorTimeout(str(event.get("message")))
+            raise _sensor_timeout()(str(event.get("message")))
         raise_for_event(event, "Waiting for the report template")
+
+    def _poke_until_timeout(self, context: Context) -> Any:
+        """Airflow's poke loop (``poke`` and reschedule modes), its timeout said as the deferred wait's
+        is: Airflow's own message ("Sensor has timed out; run duration ...") names neither the template
+        nor what the workspace has, so it ends with the last look's ``describe_missing``."""
+        from airflow_provider_loadtest.compat import AirflowSkipException
+
+        self._missing: str | None = None
+        try:
+            return super().execute(context)
+        except _sensor_timeout() as timed_out:
+            if self._missing is None:
+                raise
+            raise _sensor_timeout()(
+                f"gave up waiting for the report template ({timed_out}): {self._missing}"
+            ) from timed_out
+        except AirflowSkipException as skipped:  # soft_fail: the timeout as a skip, said the same way
+            if self._missing is None or not str(skipped).startswith("Sensor has timed out"):
+                raise
+            raise AirflowSkipException(
+                f"gave up waiting for the report template ({skipped}): {self._missing}"
+            ) from skipped
 
     def poke(self, context: Context) -> PokeReturnValue:
         """One look at the workspace's templates. What no look can change (a refused key, an unknown
@@ -134,12 +151,20 @@ class TemplateSensor(LoadTestHookMixin, BaseSensorOperator):
             templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
         )
         if found is None:
-            self.log.info(
-                "Not yet: %s",
-                describe_missing(
-                    templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
-                ),
+            self._missing = describe_missing(
+                templates, workspace_id=workspace_id, name=self.template_name, template_id=template_id
             )
+            self.log.info("Not yet: %s", self._missing)
             return PokeReturnValue(is_done=False)
         self.log.info("Found report template %r (id %s) in workspace %r", found.name, found.id, workspace_id)
         return PokeReturnValue(is_done=True, xcom_value=found.id)
+
+
+def _sensor_timeout() -> type[Exception]:
+    """Airflow's ``AirflowSensorTimeout`` (in the Task SDK from Airflow 3.2, in ``airflow.exceptions``
+    before), imported when a wait ends rather than when a DAG file is parsed."""
+    try:
+        from airflow.sdk.exceptions import AirflowSensorTimeout
+    except ImportError:  # Airflow < 3.2
+        from airflow.exceptions import AirflowSensorTimeout  # type: ignore[no-redef]
+    return AirflowSensorTimeout

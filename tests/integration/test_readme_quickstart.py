@@ -39,21 +39,57 @@ def _free_port() -> str:
 
 @pytest.mark.timeout(600)
 def test_the_quickstart_works_as_pasted(tmp_path: Path) -> None:
+    # python and airflow of this environment, as after `pip install`, in the clone as the README says
+    run_quickstart(Path(sys.executable).parent, ROOT, tmp_path)
+
+
+#: ``make wheel-floor`` sets it: a fresh venv holding the built wheel and the oldest supported Airflow.
+WHEEL_VENV = os.environ.get("LOADTEST_WHEEL_VENV")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not WHEEL_VENV, reason="run by make wheel-floor (LOADTEST_WHEEL_VENV: the wheel's venv)")
+def test_the_quickstart_works_from_the_built_wheel(tmp_path: Path) -> None:
+    """What a user of the published package gets: the wheel, not the tree, with the oldest Airflow we
+    declare. From a folder holding only the example DAGs, so the source tree cannot shadow the wheel."""
+    assert WHEEL_VENV is not None
+    venv = Path(WHEEL_VENV).resolve()
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(ROOT / "example_dags", elsewhere / "example_dags")
+    probe = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import airflow, airflow_provider_loadtest as p; print(p.__file__); print(airflow.__version__)",
+        ],
+        cwd=elsewhere,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    imported, airflow_version = probe.stdout.split()[-2:]
+    assert Path(imported).resolve().is_relative_to(venv), imported
+    floor = re.search(r"FLOOR_AIRFLOW := ([\d.]+)", (ROOT / "Makefile").read_text())
+    assert floor is not None and airflow_version == floor.group(1)
+    run_quickstart(venv / "bin", elsewhere, tmp_path / "home")
+
+
+def run_quickstart(bin_dir: Path, cwd: Path, home: Path) -> None:
+    """The README's two blocks with ``bin_dir``'s python and airflow, in ``cwd``, in a fresh ``home``."""
     simulator_command, airflow_script = quickstart_blocks()
     assert simulator_command.startswith("python -m airflow_provider_loadtest.simulator")
     port = _free_port()
-    bin_dir = str(
-        Path(sys.executable).parent
-    )  # python and airflow of this environment, as after `pip install`
+    home.mkdir(exist_ok=True)
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("AIRFLOW", "LOADTEST_")) and key != "PYTHONPATH"
     }
-    env.update(HOME=str(tmp_path), PATH=f"{bin_dir}:{env.get('PATH', '')}")
+    env.update(HOME=str(home), PATH=f"{bin_dir}:{env.get('PATH', '')}")
     simulator = subprocess.Popen(
         [BASH, "-c", simulator_command.replace(PORT, port)],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -76,7 +112,7 @@ def test_the_quickstart_works_as_pasted(tmp_path: Path) -> None:
         assert pasted.replace(PORT, port) in printed, printed
         done = subprocess.run(
             [BASH, "-e", "-c", airflow_script.replace(PORT, port)],
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             capture_output=True,
             text=True,
@@ -88,7 +124,7 @@ def test_the_quickstart_works_as_pasted(tmp_path: Path) -> None:
         assert re.search(r"state=success|DagRun Finished.*success|Marking run .* successful", output), output[
             -6000:
         ]
-        assert (tmp_path / "airflow" / "dags" / "loadtest_nightly.py").exists()
+        assert (home / "airflow" / "dags" / "loadtest_nightly.py").exists()
     finally:
         import signal
 

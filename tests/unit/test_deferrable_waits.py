@@ -294,3 +294,44 @@ def test_downloaded_file_that_is_not_a_pdf_is_refused(
             {}, {"status": "done", "filename": "rep-1.pdf", "report_id": "rep-1", "bench_result_id": "br-1"}
         )
     assert not target.exists()
+
+
+def test_poke_mode_timeout_ends_with_the_name_and_the_workspaces_templates(
+    loadtest_conn: str, requests_mock: rm.Mocker
+) -> None:
+    """Airflow's own "Sensor has timed out" named neither the template nor what the workspace has."""
+    from airflow_provider_loadtest.decisions.templates import LISTED_TEMPLATES
+
+    many = [{"id": f"t-{i:03}", "name": f"Report {i:03}", "workspaceId": "ws-1"} for i in range(45)]
+    requests_mock.get(TEMPLATES_URL, json=many)
+    sensor = TemplateSensor(
+        task_id="s", workspace_id="ws-1", template_name="Nightly SLA", timeout=0, poke_interval=0
+    )
+    with pytest.raises(AirflowException) as timed_out:
+        sensor.execute({})  # type: ignore[arg-type]
+    message = str(timed_out.value)
+    assert type(timed_out.value).__name__ == "AirflowSensorTimeout"
+    assert message.startswith("gave up waiting for the report template (Sensor has timed out"), message
+    assert "has no report template named 'Nightly SLA'; it has: 'Report 000' (id 't-000')" in message
+    assert message.endswith(
+        f"'Report {LISTED_TEMPLATES - 1:03}' (id 't-{LISTED_TEMPLATES - 1:03}') and 25 more"
+    )
+    sensor.soft_fail = True
+    with pytest.raises(AirflowSkipException, match="named 'Nightly SLA'; it has: 'Report 000'"):
+        sensor.execute({})  # type: ignore[arg-type]
+
+
+def test_deferred_timeout_ends_with_the_name_and_a_bounded_list(
+    service: list[Handler], loadtest_conn: str
+) -> None:
+    many = [{"id": f"t-{i:03}", "name": f"Report {i:03}", "workspaceId": "ws-1"} for i in range(45)]
+    handler, _ = _templates_in_turn(many)
+    service.append(handler)
+    event = _fire(_template_trigger(loadtest_conn, template_name="Nightly SLA", deadline=time.time() - 1))
+    sensor = TemplateSensor(task_id="s", workspace_id="ws-1", template_name="Nightly SLA", deferrable=True)
+    with pytest.raises(AirflowException) as timed_out:
+        sensor.execute_complete({}, event)  # type: ignore[arg-type]
+    message = str(timed_out.value)
+    assert type(timed_out.value).__name__ == "AirflowSensorTimeout"
+    assert "has no report template named 'Nightly SLA'; it has: 'Report 000' (id 't-000')" in message
+    assert message.endswith("'Report 019' (id 't-019') and 25 more"), message

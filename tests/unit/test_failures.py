@@ -15,7 +15,7 @@ from airflow_provider_loadtest.decisions.samples import failures as failures_mod
 from airflow_provider_loadtest.decisions.samples.failures import MESSAGE_CHARS, FailureCounts, RunFailures
 from airflow_provider_loadtest.decisions.samples.jmeter_log import jmeter_log_errors
 from airflow_provider_loadtest.decisions.samples.jtl import read_jtl
-from airflow_provider_loadtest.decisions.samples.masking import brief, mask
+from airflow_provider_loadtest.decisions.samples.masking import brief, clip_words, mask
 
 FIXTURES = Path(__file__).parent / "fixtures" / "jmeter"
 HEADER = ["timeStamp", "elapsed", "label", "responseCode", "responseMessage", "success", "failureMessage"]
@@ -73,6 +73,20 @@ def test_brief_is_one_line_masked_then_cut() -> None:
     # Masked before it is cut: a cut never leaves a secret's start showing.
     assert brief("see password=hunter2hunter2", 16) == "see password=***"
     assert brief("see password=hunter2hunter2", 15) == "see password=*…"
+
+
+def test_a_cut_never_ends_mid_word() -> None:
+    """The demo printed "...SocketTimeoutException x1; messag": a cut ends after a whole word."""
+    line = "codes 504 x3; exceptions java.net.SocketTimeoutException x1; messages 'Read timed out' x1"
+    cut = clip_words(line, 66)
+    assert cut == "codes 504 x3; exceptions java.net.SocketTimeoutException x1…", cut
+    assert len(cut) <= 66
+    assert brief(line, 66) == cut
+    assert clip_words(line, len(line)) == line
+    # No space near the end (a URL, a token): cut where the room ends rather than keep a stub.
+    assert (
+        clip_words("see https://example.test/" + "a" * 60, 40) == "see https://example.test/aaaaaaaaaaaaaa…"
+    )
 
 
 # --- failures from samples ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -237,3 +238,68 @@ def test_a_templated_history_settings_rendered_as_text_gets_the_hint(
     assert "history_settings must be a mapping of setting name to value, got str" in message
     assert "render_template_as_native_obj=True" in message
     assert requests_mock.request_history == []  # type: ignore[attr-defined]
+
+
+class _Refusing(_Plain):
+    status = 401
+
+    def do_GET(self) -> None:
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"message": "Invalid token"}')
+
+
+class _Forbidding(_Refusing):
+    status = 403
+
+
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _staging(monkeypatch: pytest.MonkeyPatch, port: int) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_LOADTEST_STAGING", f"loadtest://:{API_KEY}@127.0.0.1:{port}/http")
+
+
+def test_a_refused_key_names_the_connection_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several connections may point at one service: the message says whose key to fix, in the Test
+    button's answer, the sync hook's and the triggerer's client's errors alike."""
+    said = "set a valid key as the password of connection 'loadtest_staging'"
+    with _serving(_Refusing) as port:
+        _staging(monkeypatch, port)
+        ok, message = LoadTestHook("loadtest_staging").test_connection()
+        assert not ok and "the API key was refused" in message and said in message, message
+        with pytest.raises(LoadTestApiError) as caught:
+            LoadTestHook("loadtest_staging").call(endpoints.member_workspaces())
+        assert said in str(caught.value) and caught.value.never_succeeds
+        from airflow.sdk import BaseHook
+
+        from airflow_provider_loadtest.hooks.settings import settings_from_connection
+
+        settings = settings_from_connection(BaseHook.get_connection("loadtest_staging"))
+
+        async def go() -> None:
+            async with AsyncLoadTestClient(settings) as client:
+                await client.call(endpoints.member_workspaces())
+
+        with pytest.raises(LoadTestApiError) as refused:
+            asyncio.run(go())
+    assert said in str(refused.value) and API_KEY not in str(refused.value)
+
+
+def test_a_forbidden_key_names_the_connection_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    with _serving(_Forbidding) as port:
+        _staging(monkeypatch, port)
+        ok, message = LoadTestHook("loadtest_staging").test_connection()
+    assert not ok and "not allowed to do this" in message, message
+    assert "the key of connection 'loadtest_staging'" in message

@@ -60,3 +60,38 @@ def test_dag_parse_imports_no_http_client_or_models() -> None:
         if m.startswith(("airflow_provider_loadtest.models", "airflow_provider_loadtest.hooks"))
         or m == "airflow_provider_loadtest.hooks.artifacts"
     }
+
+
+def test_the_dist_check_refuses_a_wheel_with_tooling_or_without_a_package_file(tmp_path: Path) -> None:
+    """``make dist``'s content check (devtools/check_dist.py) on wheels built by hand: a wheel is what
+    users get, so repository tooling in it, or a tracked package file missing from it, fails ``make dist``."""
+    import tomllib
+    import zipfile
+
+    from devtools.check_dist import tracked_package_files, wheel_problems
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    expected = tracked_package_files()
+    assert "airflow_provider_loadtest/py.typed" in expected
+
+    def wheel(name: str, files: set[str]) -> Path:
+        path = tmp_path / name
+        info = "airflow_provider_loadtest-0.1.0.dist-info"
+        requires = "".join(f"Requires-Dist: {d}\n" for d in project["dependencies"])
+        with zipfile.ZipFile(path, "w") as archive:
+            for file in files:
+                archive.writestr(file, "")
+            archive.writestr(f"{info}/METADATA", f"Requires-Python: {project['requires-python']}\n{requires}")
+            archive.writestr(
+                f"{info}/entry_points.txt", "[apache_airflow_provider]\n[airflow.plugins]\n[pytest11]\n"
+            )
+        return path
+
+    assert wheel_problems(wheel("good.whl", expected), expected, project) == []
+    with_tests = wheel("tests.whl", expected | {"tests/unit/test_packaging.py"})
+    assert wheel_problems(with_tests, expected, project) == [
+        "the wheel holds repository tooling: tests/unit/test_packaging.py",
+        "the wheel holds tests/unit/test_packaging.py, which git does not track",
+    ]
+    short = wheel("short.whl", expected - {"airflow_provider_loadtest/py.typed"})
+    assert wheel_problems(short, expected, project) == ["the wheel lacks airflow_provider_loadtest/py.typed"]

@@ -27,6 +27,30 @@ def test_it_reads_in_five_minutes() -> None:
     assert not internal, internal
 
 
+#: The gate's own words, explained in docs/gate.md: a newcomer meets them there, not on the first page.
+GATE_VOCABULARY = (
+    "night effect",
+    "own noise",
+    "suspected",
+    "false-alarm budget",
+    "gated metric",
+    "production-like slice",
+    "mutants",
+    "own regression",
+)
+
+
+def test_it_speaks_without_the_gates_vocabulary() -> None:
+    found = [word for word in GATE_VOCABULARY if word in README.lower()]
+    assert not found, f"explain these in docs/gate.md and link there: {found}"
+    assert "(docs/gate.md)" in README
+
+
+def test_python_is_stated_once() -> None:
+    """One place says which Python: two drifted apart before ("3.11+" and "3.11")."""
+    assert len(re.findall(r"\bPython 3\.\d+", README)) == 1, re.findall(r"Python 3\.\d+\+?", README)
+
+
 def test_the_versions_it_requires_are_the_packages() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     floor = re.search(r"apache-airflow>=([\d.]+)", " ".join(project["dependencies"]))
@@ -115,3 +139,13 @@ def test_the_simulators_output_quoted_in_the_docs_is_what_it_prints() -> None:
     lines = quoted.group(1).strip().splitlines()
     url = lines[0].partition("=")[2]
     assert lines == banner(url, load_seed().api_keys[0])
+
+
+def test_the_simulators_scenarios_are_listed_by_id_and_name() -> None:
+    """A user trying ``scenario_name`` had to ask the API for a name: the table gives both, as seeded."""
+    from airflow_provider_loadtest.simulator.seed import load_seed
+
+    page = (ROOT / "docs" / "simulator.md").read_text()
+    listed = dict(re.findall(r"^\| `([\w-]+)` \| ([^|]+?) \|", page, flags=re.M))
+    seeded = {scenario.id: scenario.name for scenario in load_seed().scenarios}
+    assert listed == seeded

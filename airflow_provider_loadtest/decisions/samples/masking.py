@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MASK", "brief", "mask"]
+__all__ = ["MASK", "brief", "clip_words", "mask"]
 
 MASK = "***"
 #: Names of parameters, fields and headers whose values are secrets (lower case, ``-`` and ``_`` alike).
@@ -56,5 +56,21 @@ def brief(text: str, chars: int) -> str:
     """``text`` on one line (runs of white space, line breaks included, made one space), masked, and cut
     to at most ``chars`` characters (ending with ``…`` when cut). Masked before it is cut, so that a cut
     never leaves the start of a secret unmasked."""
-    one_line = _SPACES.sub(" ", mask(text)).strip()
-    return one_line if len(one_line) <= chars else one_line[: max(chars - 1, 0)] + ELLIPSIS
+    return clip_words(_SPACES.sub(" ", mask(text)).strip(), chars)
+
+
+#: A cut goes back to the last space when one lies in this last share of the room: a word is never
+#: cut in half ("...; messag"), unless the text has no space near the end (a long URL or token).
+_WORD_SLACK = 1 / 3
+
+
+def clip_words(text: str, chars: int) -> str:
+    """``text`` cut to at most ``chars`` characters, ending with ``…`` when cut: after the last whole
+    word when one ends in the last third of the room, else mid-token (a URL, a hash)."""
+    if len(text) <= chars:
+        return text
+    room = max(chars - 1, 0)
+    space = text.rfind(" ", 0, room + 1)
+    if space > 0 and space >= room * (1 - _WORD_SLACK):
+        return text[:space].rstrip(" ,;:") + ELLIPSIS
+    return text[:room] + ELLIPSIS
