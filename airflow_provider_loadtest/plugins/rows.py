@@ -336,6 +336,9 @@ class RunResult:
     def by_series(self) -> dict[tuple[str, str | None], int]:
         """Each series' (metric, transaction) first entry this night, for the charts' lookups."""
         keys = [(e.metric, e.transaction or None) for e in self.entries]
+        each = dict(zip(keys, range(len(keys)), strict=True))
+        if len(each) == len(keys):  # no series written twice (the gate's own rows): done in one pass
+            return each
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))  # the first wins
         return {key: first[key] for key in dict.fromkeys(keys)}  # in the order the gate wrote them
 

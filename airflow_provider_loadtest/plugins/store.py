@@ -14,9 +14,9 @@ driver would decode JSONB itself, with no depth limit) and decoded here, clipped
 
 Each query reads only what a page shows (issue 35): the gated tasks and their counts in one grouped
 query; a task's newest nights through ``idx_xcom_task_instance`` (DAG and task id) and the primary
-keys of the tables it joins; their values by their XCom primary key, one equality per night
-(``_by_key``: an ``IN`` list on one column let SQLite's planner pick ``idx_xcom_key`` and read every
-``return_value`` of the deployment). Run ids are read clipped by the database (``RUN_ID_CHARS``).
+keys of the tables it joins; their values by DAG, task and run ids (``_of_task``: an ``IN`` list on the
+run ids alone let SQLite's planner pick ``idx_xcom_key`` and read every ``return_value`` of the
+deployment). Run ids are read clipped by the database (``RUN_ID_CHARS``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.models.dagrun import DagRun
 from airflow.models.taskinstance import TaskInstance
 from airflow.models.xcom import XComModel
-from sqlalchemy import Text, and_, cast, func, or_, select
+from sqlalchemy import Text, and_, cast, func, select
 from sqlalchemy.orm import aliased
 
 from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from sqlalchemy.sql import ColumnElement, Select
 
 RESULT_KEY = "return_value"
-#: Nights looked up by primary key in one statement (four bound values each: SQLite allows 32,766).
-KEYS_PER_QUERY = 200
+#: DAG runs looked up in one statement (one bound value each: SQLite allows 32,766).
+KEYS_PER_QUERY = 1000
 
 
 def _value(raw: Any) -> Any:
@@ -144,9 +144,9 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int, offset: int 
     holds)."""
     found = list(session.execute(nights_query(dag_id, task_id, limit, offset)))
     keys = {(run, task_id, index, stamp) for run, _, index, stamp, *_ in found if stamp is not None}
-    results = RESULTS.get_many(keys, lambda missing: _results(session, missing))
+    results = RESULTS.get_many(keys, lambda missing: _results(session, dag_id, missing))
     records = _records(
-        session, task_id, [(run, index) for run, _, index, stamp, *_ in found if stamp is None]
+        session, dag_id, task_id, [(run, index) for run, _, index, stamp, *_ in found if stamp is None]
     )
     return [
         Night(
@@ -162,32 +162,30 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int, offset: int 
     ]
 
 
-def _by_key(model: Any, key: str, task_id: str, nights: Sequence[tuple[int, int]]) -> ColumnElement[bool]:
-    """XCom rows ``key`` of ``task_id`` on ``nights`` (DAG run row id, map index): one primary-key
-    equality per night, which every database answers from its primary key index."""
-    return or_(
-        *(
-            and_(
-                model.dag_run_id == run, model.map_index == index, model.task_id == task_id, model.key == key
-            )
-            for run, index in nights
-        )
-    )
-
-
 def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), KEYS_PER_QUERY):
         yield items[start : start + KEYS_PER_QUERY]
 
 
-def results_query(task_id: str, nights: Sequence[tuple[int, int]]) -> Select[Any]:
-    """The ``return_value`` of ``task_id`` on ``nights`` (DAG run row id, map index), as JSON text."""
+def _of_task(model: Any, key: str, dag_id: str, task_id: str, runs: Sequence[int]) -> ColumnElement[bool]:
+    """XCom rows ``key`` of ``dag_id.task_id`` on the DAG runs ``runs`` (row ids): by the DAG and task id
+    first, so the plan reads ``idx_xcom_task_instance`` (or the primary key): the task's own rows,
+    never every ``key`` row of the deployment (an ``IN`` list on the run ids alone let SQLite's planner
+    pick ``idx_xcom_key``). One ``IN`` list, not an ``OR`` per night: compiling 365 of those cost more
+    than reading the values."""
+    return and_(
+        model.dag_id == dag_id, model.task_id == task_id, model.dag_run_id.in_(runs), model.key == key
+    )
+
+
+def results_query(dag_id: str, task_id: str, runs: Sequence[int]) -> Select[Any]:
+    """The ``return_value`` of ``dag_id.task_id`` on the DAG runs ``runs`` (row ids), as JSON text."""
     return select(
         XComModel.dag_run_id, XComModel.map_index, XComModel.timestamp, _text(XComModel.value)
-    ).where(_by_key(XComModel, RESULT_KEY, task_id, nights))
+    ).where(_of_task(XComModel, RESULT_KEY, dag_id, task_id, runs))
 
 
-def _results(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
+def _results(session: Session, dag_id: str, keys: list[Any]) -> dict[Any, RunResult]:
     """The results of ``keys`` (DAG run row id, task id, map index, timestamp), decoded from the values
     as stored: not by the column's JSON type, ``RunResult.from_json`` decodes only what the view reads."""
     if not keys:
@@ -195,8 +193,8 @@ def _results(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
     task_id = keys[0][1]
     wanted = set(keys)
     decoded = {}
-    for batch in _batches(sorted({(run, index) for run, _, index, _ in keys})):
-        for run, index, stamp, value in session.execute(results_query(task_id, batch)):
+    for batch in _batches(sorted({run for run, *_ in keys})):
+        for run, index, stamp, value in session.execute(results_query(dag_id, task_id, batch)):
             key = (run, task_id, index, stamp)
             if key in wanted:
                 decoded[key] = _result(value, None)
@@ -218,12 +216,17 @@ def dag_exists(session: Session, dag_id: str) -> bool:
     return session.scalar(select(DagModel.dag_id).where(DagModel.dag_id == dag_id)) is not None
 
 
-def _records(session: Session, task_id: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+def _records(
+    session: Session, dag_id: str, task_id: str, keys: list[tuple[int, int]]
+) -> dict[tuple[int, int], Any]:
     """The run records of the nights ``keys`` (DAG run row id, map index) that have no result yet."""
     found = {}
-    for batch in _batches(keys):
+    wanted = set(keys)
+    for batch in _batches(sorted({run for run, _ in keys})):
         query = select(XComModel.dag_run_id, XComModel.map_index, _text(XComModel.value)).where(
-            _by_key(XComModel, RUN_RECORD_KEY, task_id, batch)
+            _of_task(XComModel, RUN_RECORD_KEY, dag_id, task_id, batch)
         )
-        found.update({(run, index): _value(value) for run, index, value in session.execute(query)})
+        found.update(
+            {(run, i): _value(value) for run, i, value in session.execute(query) if (run, i) in wanted}
+        )
     return found
