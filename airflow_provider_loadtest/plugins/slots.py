@@ -20,8 +20,10 @@ from contextlib import contextmanager
 
 from fastapi import HTTPException, status
 
-#: Answers built at once per API server process (each with at most one database connection).
-VIEW_SLOTS = 4
+#: Answers built at once per API server process (each with at most one database connection). Building
+#: is Python work under one interpreter lock: more than 2 at once gains no throughput, and slows
+#: Airflow's own API in the same process (20 viewers measured: ``benchmarks/view_attack.py``).
+VIEW_SLOTS = 2
 #: Seconds a request waits for a slot before it is answered 503 (or a streaming page is cut).
 SLOT_WAIT_S = 3.0
 #: What a 503 tells the viewer's browser or client to wait before trying again.

@@ -189,6 +189,24 @@ def test_the_estimate_is_near_what_a_result_holds() -> None:
     assert 0.5 * held <= size_of(results[0]) <= 4 * held, (size_of(results[0]), held)
 
 
+def test_large_values_are_fetched_a_few_at_a_time_each_decoded_before_the_next(engine: Engine) -> None:
+    """12 nights of a 5 MB value: never all in memory at once (before: every value of the page fetched,
+    then decoded; 20 nights of 75 MB values took the process to 2 GB)."""
+    import tracemalloc
+
+    note = "n" * 5_000_000
+    view_db.seed(engine, DAG, [TASK], 12, value=lambda task, night: view_db.result(night, rows=1, note=note))
+    with Session(engine) as session:
+        tracemalloc.start()
+        try:
+            nights = store.nights(session, DAG, TASK, 12)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert len(nights) == 12 and all(len(n.result.entries[0].note) == bounds.DECODED_CHARS for n in nights)
+    assert peak < (store.VALUES_AT_ONCE + 6) * 5_000_000, peak / 1e6  # all 12 values: 65 MB
+
+
 def test_rows_made_for_pages_are_kept_only_a_few_per_result() -> None:
     from airflow_provider_loadtest.plugins.rows import ROWS_KEPT
 
