@@ -55,7 +55,7 @@ BENCHMARKS = [
     # Two JTL sizes (1 and 5 million samples, ~3 min in all); --smoke: two tiny ones, one round.
     Benchmark("jtl_read.py", [], ["--samples", "20000", "50000", "--rounds", "1"], json=True),
     # A year of nightly history in the "Load tests" view, seeded into a throwaway home (~20 s small).
-    Benchmark("plugin_page.py", [], ["--nights", "30", "--rounds", "2"], json=True),
+    Benchmark("plugin_page.py", [], ["--smoke"], json=True),
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when

@@ -6,7 +6,8 @@ Routes (all read-only):
   newest nights per task, default 90);
 - ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
   that transaction's charts);
-- ``GET /api/dags/{dag_id}/tasks/{task_id}``: the same history as JSON;
+- ``GET /api/dags/{dag_id}/tasks/{task_id}``: the same history as JSON, paged (``?nights=`` per answer,
+  ``?offset=`` past the newest; at most ``bounds.JSON_BYTES``, then ``next`` links the rest);
 - ``GET /static/{name}``: the stylesheet, the script that follows Airflow's theme, the icons.
 
 Access is Airflow's: the user comes from Airflow's own dependency (the JWT in the ``Authorization``
@@ -17,19 +18,25 @@ a Content Security Policy that allows only this app's own stylesheet and script 
 A DAG Airflow does not know is 404 (after the access checks: a user refused a DAG learns nothing of it).
 
 The pages are streamed as they are built and bounded whatever XCom holds (``bounds``): building one is
-linear in the rows read, and stops with the page's byte budget or when the viewer hangs up.
+linear in the rows read, and stops with the page's byte budget or when the viewer hangs up. Each task
+is read and built only when the page reaches it (a DAG of 300 gated tasks reads the few the page has
+room for), each read in a short session of its own (never the request's session held for the whole
+stream: Airflow 3.1's ``SessionDep`` closes only once the answer is sent), and at most
+``slots.VIEW_SLOTS`` answers are built at once (503 with ``Retry-After`` past a short wait).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import fields
 from functools import cache
 from importlib.resources import files
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from airflow.api_fastapi.common.db.common import SessionDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -38,13 +45,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
-from airflow_provider_loadtest.plugins.bounds import JSON_ROWS, LINKED_NAME_CHARS, PageBudget
-from airflow_provider_loadtest.plugins.history import TaskHistory, build
+from airflow_provider_loadtest.plugins.bounds import JSON_BYTES, JSON_ROWS, LINKED_NAME_CHARS, PageBudget
+from airflow_provider_loadtest.plugins.history import Night, TaskHistory, build
 from airflow_provider_loadtest.plugins.page import TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
+from airflow_provider_loadtest.plugins.slots import SLOTS
 
 #: Nights per task shown by default on a DAG's tab and on a task's tab, and the most one may ask for.
 DAG_NIGHTS, TASK_NIGHTS, MAX_NIGHTS = 90, 365, 2000
+#: The furthest ``?offset=`` of the JSON answer, and the nights it reads at a time (one short session each).
+MAX_OFFSET, JSON_BATCH = 10**6, 50
 
 CSP = "; ".join(
     [
@@ -157,21 +167,36 @@ def _access_dependencies() -> list[Any]:
 # --- reading -------------------------------------------------------------------------------------------
 
 
-def _histories(
-    session: Any, dag_id: str, task_ids: list[str], nights: int, transaction: str | None = None
-) -> list[TaskHistory]:
+def reading() -> AbstractContextManager[Any]:
+    """A short session of Airflow's, for one read: its connection goes back to the pool when the read
+    is done, not when the answer is sent."""
+    from airflow.utils.session import create_session
+
+    return create_session(scoped=False)
+
+
+def _read_nights(dag_id: str, task_id: str, limit: int, offset: int = 0) -> list[Night]:
     from airflow_provider_loadtest.plugins import store
 
-    return [
-        build(
-            dag_id,
-            task_id,
-            store.nights(session, dag_id, task_id, nights),
-            store.count_nights(session, dag_id, task_id),
-            transaction=transaction,
-        )
-        for task_id in task_ids
-    ]
+    with reading() as session:
+        return store.nights(session, dag_id, task_id, limit, offset)
+
+
+def task_views(
+    dag_id: str,
+    totals: dict[str, int],
+    nights: int,
+    base: str,
+    budget: PageBudget,
+    transaction: str | None = None,
+) -> Iterator[TaskView]:
+    """The view of each task of ``totals`` (task id: its nights in all), each read and built only when
+    the page reaches it and has room for it: the page's cost is that of the tasks it shows."""
+    for task_id, total in totals.items():
+        if budget.full:
+            return
+        read = _read_nights(dag_id, task_id, nights)
+        yield task_view(build(dag_id, task_id, read, total, transaction=transaction), base)
 
 
 def _known_dag(session: Any, dag_id: str) -> None:
@@ -182,6 +207,18 @@ def _known_dag(session: Any, dag_id: str) -> None:
 
     if not dag_exists(session, dag_id):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"No DAG named {dag_id!r} in this Airflow.")
+
+
+def _count(dag_id: str, task_id: str) -> int:
+    """How many nights ``task_id`` has (404 for a DAG Airflow does not know, when it has none), read
+    holding a slot (503 when none frees up in time)."""
+    from airflow_provider_loadtest.plugins import store
+
+    with SLOTS.held(), reading() as session:
+        total = store.count_nights(session, dag_id, task_id)
+        if not total:
+            _known_dag(session, dag_id)
+    return total
 
 
 def airflow_base(request: Request) -> str:
@@ -218,67 +255,67 @@ def create_app() -> FastAPI:
         html = render_html(_static_root(request), code, **context)
         return HTMLResponse(html, status_code=code, headers=PRIVATE)
 
-    def stream(request: Request, **context: Any) -> StreamingResponse:
-        """A page with data, streamed as it is built (``_chunks``), bounded by a ``PageBudget``."""
-        parts = render_parts(_static_root(request), 200, PageBudget(), **context)
-        return StreamingResponse(_chunks(parts), media_type="text/html; charset=utf-8", headers=PRIVATE)
-
-    def views(histories: list[TaskHistory], request: Request) -> list[TaskView]:
-        base = airflow_base(request)
-        return [task_view(h, base) for h in histories]
+    def stream(request: Request, budget: PageBudget, **context: Any) -> StreamingResponse:
+        """A page with data, streamed as it is built (``_chunks``), bounded by ``budget``, each piece
+        built holding one of the process's slots (``slots.SLOTS``: none while the viewer takes it)."""
+        parts = render_parts(_static_root(request), 200, budget, **context)
+        pieces = SLOTS.pieces(_chunks(parts), budget.stop)
+        return StreamingResponse(pieces, media_type="text/html; charset=utf-8", headers=PRIVATE)
 
     @app.get("/dags/{dag_id}", response_class=HTMLResponse, dependencies=dag_checks)
     def dag_page(
         request: Request,
-        session: SessionDep,
         dag_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = DAG_NIGHTS,
     ) -> StreamingResponse:
-        from airflow_provider_loadtest.plugins.store import gated_task_ids
+        from airflow_provider_loadtest.plugins import store
 
-        task_ids = gated_task_ids(session, dag_id)
-        if not task_ids:
-            _known_dag(session, dag_id)
-        histories = _histories(session, dag_id, task_ids, nights)
+        with SLOTS.held(), reading() as session:
+            totals = store.gated_tasks(session, dag_id)
+            if not totals:
+                _known_dag(session, dag_id)
+        budget = PageBudget()
         return stream(
             request,
+            budget,
             title=f"Load tests · {dag_id}",
             subject=dag_id,
             single=False,
-            tasks=views(histories, request),
+            tasks=task_views(dag_id, totals, nights, airflow_base(request), budget) if totals else [],
         )
 
     @app.get("/dags/{dag_id}/tasks/{task_id}", response_class=HTMLResponse, dependencies=task_checks)
     def task_page(
         request: Request,
-        session: SessionDep,
         dag_id: str,
         task_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
         transaction: Annotated[str | None, Query(min_length=1, max_length=LINKED_NAME_CHARS)] = None,
     ) -> StreamingResponse:
-        histories = [h for h in _histories(session, dag_id, [task_id], nights, transaction) if h.nights]
-        if not histories:
-            _known_dag(session, dag_id)
+        total = _count(dag_id, task_id)
+        budget = PageBudget()
+        views = task_views(dag_id, {task_id: total}, nights, airflow_base(request), budget, transaction)
         return stream(
             request,
+            budget,
             title=f"Load tests · {dag_id} · {task_id}",
             subject=f"{dag_id} · {task_id}",
             single=True,
-            tasks=views(histories, request),
+            tasks=views if total else [],
         )
 
     @app.get("/api/dags/{dag_id}/tasks/{task_id}", dependencies=task_checks)
     def task_data(
-        session: SessionDep,
+        request: Request,
         dag_id: str,
         task_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
-    ) -> JSONResponse:
-        (history,) = _histories(session, dag_id, [task_id], nights)
-        if not history.nights:
-            _known_dag(session, dag_id)
-        return JSONResponse(history_json(history), headers=PRIVATE)
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> Response:
+        total = _count(dag_id, task_id)
+        with SLOTS.held():
+            body = json_answer(request.url.path, dag_id, task_id, total, nights, offset)
+        return Response(body, media_type="application/json", headers=PRIVATE)
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:
@@ -302,7 +339,9 @@ def create_app() -> FastAPI:
         headers = {**PRIVATE, **(getattr(exc, "headers", None) or {})}
         if _app_path(request).startswith("/api/"):
             return JSONResponse({"detail": detail}, status_code=code, headers=headers)
-        heading = {401: "Not logged in", 403: "Not allowed", 404: "Not found"}.get(code, "Bad request")
+        heading = {401: "Not logged in", 403: "Not allowed", 404: "Not found", 503: "Busy"}.get(
+            code, "Bad request"
+        )
         message = {
             401: "Log in to Airflow to see the load tests of this DAG.",
             403: "Your Airflow role does not allow reading this DAG's task instances and XCom.",
@@ -326,32 +365,34 @@ def _row_json(row: Row) -> dict[str, Any]:
     return data
 
 
+def night_json(night: Night, room: int) -> dict[str, Any]:
+    """A night as JSON, with at most ``room`` of its rows (the others counted in ``rows_left_out``)."""
+    result = night.result
+    shown = [result.row(i) for i in range(min(max(room, 0), len(result.entries)))]
+    return {
+        "run_id": night.run_id,
+        "map_index": night.map_index,
+        "run_after": night.run_after.isoformat(),
+        "logical_date": night.logical_date.isoformat() if night.logical_date else None,
+        "task_state": night.ti_state,
+        "verdict": night.verdict.value,
+        "bench_result_id": result.bench_result_id,
+        "report_url": result.report_url,
+        "state": result.state,
+        "rows": [_row_json(row) for row in shown],
+        "rows_left_out": result.left_out + len(result.entries) - len(shown),
+        "night_effect": None if result.night_effect is None else result.night_effect.to_xcom(),
+    }
+
+
 def history_json(history: TaskHistory) -> dict[str, Any]:
     """A task's history as JSON: the nights, newest first, with their verdicts and rows (at most
     ``bounds.JSON_ROWS`` in all: the nights past them keep their verdict, and say how many rows they
     left out)."""
-    room = JSON_ROWS
-    nights = []
-    for n in history.nights:
-        result = n.result
-        shown = [result.row(i) for i in range(min(max(room, 0), len(result.entries)))]
-        room -= len(shown)
-        nights.append(
-            {
-                "run_id": n.run_id,
-                "map_index": n.map_index,
-                "run_after": n.run_after.isoformat(),
-                "logical_date": n.logical_date.isoformat() if n.logical_date else None,
-                "task_state": n.ti_state,
-                "verdict": n.verdict.value,
-                "bench_result_id": result.bench_result_id,
-                "report_url": result.report_url,
-                "state": result.state,
-                "rows": [_row_json(row) for row in shown],
-                "rows_left_out": result.left_out + len(result.entries) - len(shown),
-                "night_effect": None if result.night_effect is None else result.night_effect.to_xcom(),
-            }
-        )
+    room, nights = JSON_ROWS, []
+    for night in history.nights:
+        nights.append(night_json(night, room))
+        room -= len(nights[-1]["rows"])
     return {
         "dag_id": history.dag_id,
         "task_id": history.task_id,
@@ -359,3 +400,42 @@ def history_json(history: TaskHistory) -> dict[str, Any]:
         "nights": nights,
         "generated_at": time.time(),
     }
+
+
+def _encoded(value: Any) -> bytes:
+    """JSON as Starlette's ``JSONResponse`` writes it (no NaN: every number the view reads is finite)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def json_answer(path: str, dag_id: str, task_id: str, total: int, limit: int, offset: int) -> bytes:
+    """One page of a task's history as JSON: its nights from ``offset`` (newest first), at most ``limit``
+    of them, ``bounds.JSON_ROWS`` rows and about ``bounds.JSON_BYTES`` (a night is never split: the
+    first always shows). Read ``JSON_BATCH`` nights at a time, each in a short session, and no further
+    than the answer has room for; ``next`` links the following page while nights remain."""
+    room, size, parts = JSON_ROWS, 0, list[bytes]()
+    end = min(offset + limit, total)
+    at = offset
+    while at < end and size < JSON_BYTES:
+        batch = _read_nights(dag_id, task_id, min(JSON_BATCH, end - at), at)
+        if not batch:
+            break
+        for night in batch:
+            data = night_json(night, room)
+            encoded = _encoded(data)
+            if parts and size + len(encoded) > JSON_BYTES:
+                size = JSON_BYTES  # full: this night opens the next page
+                break
+            room -= len(data["rows"])
+            parts.append(encoded)
+            size += len(encoded) + 1
+            at += 1
+    following = f"{path}?{urlencode({'nights': limit, 'offset': at})}" if at < total else None
+    head = {
+        "dag_id": dag_id,
+        "task_id": task_id,
+        "total": total,
+        "offset": offset,
+        "next": following,
+        "generated_at": time.time(),
+    }
+    return _encoded(head)[:-1] + b',"nights":[' + b",".join(parts) + b"]}"

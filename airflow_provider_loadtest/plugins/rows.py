@@ -20,13 +20,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from functools import cached_property, lru_cache
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 import msgspec  # apache-airflow-core's own dependency (>= 0.19 since 3.1.0, the floor): no new one
 
 from airflow_provider_loadtest.decisions.gate import GateRow
 from airflow_provider_loadtest.decisions.gate.family import NightEffect
-from airflow_provider_loadtest.plugins.bounds import ROWS_PER_NIGHT
+from airflow_provider_loadtest.plugins.bounds import (
+    COLUMNS,
+    DECODED_CHARS,
+    FAILING_LISTED,
+    ROWS_PER_NIGHT,
+    SERIES_DRAWN,
+    URL_CHARS,
+    clip,
+)
 
 
 class Status(Enum):
@@ -107,7 +115,9 @@ def _number(value: object) -> float | None:
 
 
 def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """A non-empty text, clipped as it is decoded (``DECODED_CHARS``: a 25 MB note is kept as 1,000
+    characters, never whole in the results kept across requests)."""
+    return clip(value, DECODED_CHARS) if isinstance(value, str) and value else None
 
 
 def _count(value: object) -> int | None:
@@ -142,7 +152,11 @@ FIELD_CHECKERS = _field_checkers()
 
 def _http_url(value: object) -> str | None:
     """A link we may put in the page: http(s) only (XCom is written by tasks, not trusted)."""
-    if isinstance(value, str) and value.lower().startswith(("https://", "http://")):
+    if (
+        isinstance(value, str)
+        and len(value) <= URL_CHARS
+        and value.lower().startswith(("https://", "http://"))
+    ):
         return value
     return None
 
@@ -184,6 +198,9 @@ def gate_row(data: object) -> Row | None:
     row = Row.from_xcom(clean)  # a classmethod: builds a Row (typed as returning GateRow)
     return row if isinstance(row, Row) else None
 
+
+#: Rows a result keeps once made (``RunResult.row``): what one page asks of a night, twice over.
+ROWS_KEPT = 2 * (SERIES_DRAWN + COLUMNS + FAILING_LISTED)
 
 #: The night effect's statuses (``decisions.gate.family.NightEffect``: never over budget, never unmeasured).
 EFFECT_STATUSES = ("pass", "noise", "suspected", "regression")
@@ -242,15 +259,22 @@ def _row(entry: Any) -> Row:
 def _wire_row() -> type[msgspec.Struct]:
     """A gate row as decoded straight from JSON: ``GateRow``'s fields that ``_clean`` checks, with their
     types (each optional but the metric; other keys are skipped, as ``_clean`` skips them). A row of
-    another shape fails the whole decode, and the night is read by ``json`` and ``gate_row`` instead
-    (``RunResult.from_json``). A field the gate adds reaches the view on both paths alike."""
+    another shape, or with a text longer than ``DECODED_CHARS``, fails the whole decode, and the night is
+    read by ``json`` and ``gate_row`` instead (``RunResult.from_json``), which clip it. A field the gate
+    adds reaches the view on both paths alike."""
     hints = get_type_hints(GateRow)
+    short = Annotated[str, msgspec.Meta(max_length=DECODED_CHARS)]
+
+    def typed(name: str) -> Any:
+        kind = hints[name]
+        return short if kind is str else (short | None if kind == str | None else kind)
+
     spec = [
-        (f.name, hints[f.name]) if f.name == "metric" else (f.name, hints[f.name] | None, None)
+        (f.name, typed(f.name)) if f.name == "metric" else (f.name, typed(f.name) | None, None)
         for f in fields(GateRow)
         if f.name in FIELD_CHECKERS
     ]
-    return msgspec.defstruct("WireRow", spec, kw_only=True)
+    return msgspec.defstruct("WireRow", spec, kw_only=True, gc=False)
 
 
 WireRow = _wire_row()
@@ -279,6 +303,8 @@ class RunResult:
     left_out_failing: int = 0
     #: Every series' shared movement this night and its judgement (None: a gate of fewer than 8 series).
     night_effect: NightEffect | None = None
+    #: Characters of the JSON text it was decoded from (0: decoded by the driver), for ``decoded.size_of``.
+    text_chars: int = 0
 
     @cached_property
     def statuses(self) -> tuple[Status, ...]:
@@ -292,10 +318,14 @@ class RunResult:
         return {}
 
     def row(self, index: int) -> Row:
-        """Entry ``index`` as a ``Row`` (made once)."""
+        """Entry ``index`` as a ``Row``: made once for the first ``ROWS_KEPT`` asked (a page asks for the
+        same few again: drawn series, columns, failing rows), made anew past them, so a result kept across
+        requests holds a bounded number of rows whatever pages (or JSON answers) asked for."""
         made = self._rows.get(index)
         if made is None:
-            made = self._rows[index] = _row(self.entries[index])
+            made = _row(self.entries[index])
+            if len(self._rows) < ROWS_KEPT:
+                self._rows[index] = made
         return made
 
     @cached_property
@@ -306,6 +336,9 @@ class RunResult:
     def by_series(self) -> dict[tuple[str, str | None], int]:
         """Each series' (metric, transaction) first entry this night, for the charts' lookups."""
         keys = [(e.metric, e.transaction or None) for e in self.entries]
+        each = dict(zip(keys, range(len(keys)), strict=True))
+        if len(each) == len(keys):  # no series written twice (the gate's own rows): done in one pass
+            return each
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))  # the first wins
         return {key: first[key] for key in dict.fromkeys(keys)}  # in the order the gate wrote them
 
@@ -336,39 +369,38 @@ class RunResult:
         return tuple(self.row(i) for i, note in notes if _accepts(note))
 
     @classmethod
-    def from_xcom(cls, result: object, record: object = None) -> RunResult:
+    def from_xcom(cls, result: object, record: object = None, text_chars: int = 0) -> RunResult:
         """``result``: the task's ``return_value``, decoded; ``record``: its run record (``loadtest_run``)."""
         data: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
         gate = data.get("gate")
         rows = [WireRow(**clean) for clean in map(_clean, gate if isinstance(gate, list) else []) if clean]
-        return cls._made(data, record, isinstance(result, Mapping), rows)
+        return cls._made(data, record, isinstance(result, Mapping), rows, text_chars)
 
     @classmethod
     def from_json(cls, text: str | bytes, record: object = None) -> RunResult:
         """``from_xcom`` of a ``return_value`` still as its JSON text: decoded by ``msgspec`` (which Airflow
         itself depends on) straight into ``WireRow``s, 4 to 10 times faster than ``json`` and then
         ``gate_row`` on each. Whatever that decode refuses (a NaN, a number beyond a float, a row of
-        another shape) is decoded by ``json`` and read by ``from_xcom``, field by field."""
+        another shape, a text too long to keep) is decoded by ``json`` and read by ``from_xcom``, field by
+        field. A value nested deeper than either decoder goes (``RecursionError``: a direct database
+        write can store one 1,000 levels deep) is unreadable: the night shows "no verdict", as a value
+        that is not JSON does."""
         try:
             decoded = _RESULT.decode(text)
             if isinstance(decoded, str):  # a JSON string holding the JSON (``XComModel.serialize_value``)
                 text = decoded
                 decoded = _RESULT.decode(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             decoded = None
         if decoded is not None and not isinstance(decoded, str):
             found = {name: getattr(decoded, name) for name in (*_RESULT_FIELDS, "night_effect")}
-            return cls._made(found, record, True, [r for r in decoded.gate or () if r.metric])
-        try:
-            value = json.loads(text)
-            if isinstance(value, str):
-                value = json.loads(value)
-        except ValueError:  # not JSON (a custom XCom backend's reference), or an integer of 4,300 digits
-            value = None
-        return cls.from_xcom(value, record)
+            return cls._made(found, record, True, [r for r in decoded.gate or () if r.metric], len(text))
+        return cls.from_xcom(loads(text), record, len(text))
 
     @classmethod
-    def _made(cls, data: Mapping[str, Any], record: object, has_result: bool, rows: list[Any]) -> RunResult:
+    def _made(
+        cls, data: Mapping[str, Any], record: object, has_result: bool, rows: list[Any], text_chars: int = 0
+    ) -> RunResult:
         start: Mapping[str, Any] = record if isinstance(record, Mapping) else {}
 
         def pick(key: str) -> str | None:
@@ -386,7 +418,21 @@ class RunResult:
             left_out=len(rest),
             left_out_failing=sum(1 for entry in rest if _status(entry).failed),
             night_effect=night_effect(data.get("night_effect")),
+            text_chars=text_chars,
         )
+
+
+def loads(text: str | bytes) -> Any:
+    """A stored value's JSON text decoded by ``json`` (a JSON string holding JSON decoded again), or None
+    when it is no JSON: a custom XCom backend's reference, an integer of 4,300 digits, or a value nested
+    deeper than the decoder's depth (``RecursionError``, which would otherwise fail the whole page)."""
+    try:
+        value = json.loads(text)
+        if isinstance(value, str):
+            value = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    return value
 
 
 _RESULT_FIELDS = ("bench_result_id", "report_url", "state", "scenario_id", "test_name")

@@ -8,51 +8,81 @@ task's ``return_value``.
 
 Values are read as the API server's own XCom endpoint reads them: the raw JSON in the table, never
 through a custom XCom backend (a backend that stores values elsewhere leaves a reference here, which
-the view skips as "no verdict").
+the view skips as "no verdict"). They are read as text (``CAST(value AS TEXT)``: on PostgreSQL the
+driver would decode JSONB itself, with no depth limit) and decoded here, clipped and depth-limited
+(``rows.RunResult.from_json``, ``rows.loads``).
+
+Each query reads only what a page shows (issue 35): the gated tasks and their counts in one grouped
+query; a task's newest nights through ``idx_xcom_task_instance`` (DAG and task id) and the primary
+keys of the tables it joins; their values by DAG, task and run ids (``_of_task``: an ``IN`` list on the
+run ids alone let SQLite's planner pick ``idx_xcom_key`` and read every ``return_value`` of the
+deployment). Run ids are read clipped by the database (``RUN_ID_CHARS``).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.models.dagrun import DagRun
 from airflow.models.taskinstance import TaskInstance
 from airflow.models.xcom import XComModel
-from sqlalchemy import Text, and_, func, select, type_coerce
+from sqlalchemy import Text, and_, cast, func, select
 from sqlalchemy.orm import aliased
 
 from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
+from airflow_provider_loadtest.plugins.bounds import RUN_ID_CHARS, clip
 from airflow_provider_loadtest.plugins.decoded import RESULTS
 from airflow_provider_loadtest.plugins.history import Night
-from airflow_provider_loadtest.plugins.rows import RunResult
+from airflow_provider_loadtest.plugins.rows import RunResult, loads
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+    from sqlalchemy.sql import ColumnElement, Select
 
 RESULT_KEY = "return_value"
+#: DAG runs looked up in one statement (one bound value each: SQLite allows 32,766).
+KEYS_PER_QUERY = 1000
+#: Values fetched from the database at a time, each decoded (and its texts clipped) before the next are
+#: fetched: 20 nights of a 75 MB value are never all in memory at once (before: 2 GB of peak RSS).
+VALUES_AT_ONCE = 2
 
 
 def _value(raw: Any) -> Any:
-    """An XCom value as stored: a JSON string (``XComModel.serialize_value``) or JSON already decoded
-    by the column type (values set through the Task Execution API)."""
-    if isinstance(raw, str | bytes):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
+    """An XCom value as read (``CAST(value AS TEXT)``: its JSON text), decoded by ``rows.loads``
+    (depth-limited: None when unreadable); a value some driver decoded already is taken as it is."""
+    return loads(raw) if isinstance(raw, str | bytes) else raw
+
+
+def _text(column: Any) -> Any:
+    """``column``'s JSON as text, for our own decoder (not the driver's: PostgreSQL's JSONB)."""
+    return cast(column, Text)
+
+
+def tasks_query(dag_id: str) -> Select[str, int]:
+    """The tasks of ``dag_id`` that ever started a load test and how many nights each has: one query
+    for every task of the DAG tab (not one per task). A task id longer than Airflow allows (only a
+    direct database write stores one) is not a task this view shows."""
+    return (
+        select(XComModel.task_id, func.count())
+        .where(
+            XComModel.dag_id == dag_id,
+            XComModel.key == RUN_RECORD_KEY,
+            func.length(XComModel.task_id) <= RUN_ID_CHARS,
+        )
+        .group_by(XComModel.task_id)
+        .order_by(XComModel.task_id)
+    )
+
+
+def gated_tasks(session: Session, dag_id: str) -> dict[str, int]:
+    """The tasks of ``dag_id`` that ever started a load test, by task id, with their nights' count."""
+    return {task_id: int(count) for task_id, count in session.execute(tasks_query(dag_id))}
 
 
 def gated_task_ids(session: Session, dag_id: str) -> list[str]:
     """The tasks of ``dag_id`` that ever started a load test, by task id."""
-    query = (
-        select(XComModel.task_id)
-        .where(XComModel.dag_id == dag_id, XComModel.key == RUN_RECORD_KEY)
-        .distinct()
-        .order_by(XComModel.task_id)
-    )
-    return list(session.scalars(query))
+    return list(gated_tasks(session, dag_id))
 
 
 def count_nights(session: Session, dag_id: str, task_id: str) -> int:
@@ -62,18 +92,19 @@ def count_nights(session: Session, dag_id: str, task_id: str) -> int:
     return int(session.scalar(query) or 0)
 
 
-def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Night]:
-    """The newest ``limit`` nights of a task (one per DAG run and map index), newest first.
+def _run_id(read: str) -> str:
+    """A run id as read (``RUN_ID_CHARS`` + 1 characters at most): clipped when it was longer."""
+    return clip(read, RUN_ID_CHARS)
 
-    Results already decoded by this process are not read again (``decoded.RESULTS``: keyed by their XCom
-    row and its timestamp); the others are read in one query, as stored. The run record is read only for
-    nights without a result (a result repeats what the record holds)."""
+
+def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Select[Any]:
+    """A task's nights ``offset`` to ``offset + limit`` (newest first), without their values."""
     started = aliased(XComModel)
     result = aliased(XComModel)
-    query = (
+    return (
         select(
             started.dag_run_id,
-            started.run_id,
+            func.substr(started.run_id, 1, RUN_ID_CHARS + 1),
             started.map_index,
             result.timestamp,
             DagRun.run_after,
@@ -102,16 +133,27 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
         .where(started.dag_id == dag_id, started.task_id == task_id, started.key == RUN_RECORD_KEY)
         .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
         .limit(limit)
+        .offset(offset)
     )
-    found = list(session.execute(query))
+
+
+def nights(session: Session, dag_id: str, task_id: str, limit: int, offset: int = 0) -> list[Night]:
+    """The newest ``limit`` nights of a task (one per DAG run and map index), newest first, past the
+    ``offset`` newest.
+
+    Results already decoded by this process are not read again (``decoded.RESULTS``: keyed by their XCom
+    row and its timestamp; concurrent misses decoded once); the others are read by primary key, as
+    stored. The run record is read only for nights without a result (a result repeats what the record
+    holds)."""
+    found = list(session.execute(nights_query(dag_id, task_id, limit, offset)))
     keys = {(run, task_id, index, stamp) for run, _, index, stamp, *_ in found if stamp is not None}
-    results = RESULTS.get_many(keys, lambda missing: _results(session, missing))
+    results = RESULTS.get_many(keys, lambda missing: _results(session, dag_id, missing))
     records = _records(
-        session, task_id, [(run, index) for run, _, index, stamp, *_ in found if stamp is None]
+        session, dag_id, task_id, [(run, index) for run, _, index, stamp, *_ in found if stamp is None]
     )
     return [
         Night(
-            run_id=run_id,
+            run_id=_run_id(run_id),
             map_index=map_index,
             run_after=run_after,
             logical_date=logical_date,
@@ -123,25 +165,44 @@ def nights(session: Session, dag_id: str, task_id: str, limit: int) -> list[Nigh
     ]
 
 
-def _results(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
+def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), KEYS_PER_QUERY):
+        yield items[start : start + KEYS_PER_QUERY]
+
+
+def _of_task(model: Any, key: str, dag_id: str, task_id: str, runs: Sequence[int]) -> ColumnElement[bool]:
+    """XCom rows ``key`` of ``dag_id.task_id`` on the DAG runs ``runs`` (row ids): by the DAG and task id
+    first, so the plan reads ``idx_xcom_task_instance`` (or the primary key): the task's own rows,
+    never every ``key`` row of the deployment (an ``IN`` list on the run ids alone let SQLite's planner
+    pick ``idx_xcom_key``). One ``IN`` list, not an ``OR`` per night: compiling 365 of those cost more
+    than reading the values."""
+    return and_(
+        model.dag_id == dag_id, model.task_id == task_id, model.dag_run_id.in_(runs), model.key == key
+    )
+
+
+def results_query(dag_id: str, task_id: str, runs: Sequence[int]) -> Select[Any]:
+    """The ``return_value`` of ``dag_id.task_id`` on the DAG runs ``runs`` (row ids), as JSON text."""
+    return (
+        select(XComModel.dag_run_id, XComModel.map_index, XComModel.timestamp, _text(XComModel.value))
+        .where(_of_task(XComModel, RESULT_KEY, dag_id, task_id, runs))
+        .execution_options(yield_per=VALUES_AT_ONCE)
+    )
+
+
+def _results(session: Session, dag_id: str, keys: list[Any]) -> dict[Any, RunResult]:
     """The results of ``keys`` (DAG run row id, task id, map index, timestamp), decoded from the values
     as stored: not by the column's JSON type, ``RunResult.from_json`` decodes only what the view reads."""
     if not keys:
         return {}
     task_id = keys[0][1]
-    query = select(
-        XComModel.dag_run_id, XComModel.map_index, XComModel.timestamp, type_coerce(XComModel.value, Text)
-    ).where(
-        XComModel.dag_run_id.in_({run for run, *_ in keys}),
-        XComModel.task_id == task_id,
-        XComModel.key == RESULT_KEY,
-    )
     wanted = set(keys)
     decoded = {}
-    for run, index, stamp, value in session.execute(query):
-        key = (run, task_id, index, stamp)
-        if key in wanted:
-            decoded[key] = _result(value, None)
+    for batch in _batches(sorted({run for run, *_ in keys})):
+        for run, index, stamp, value in session.execute(results_query(dag_id, task_id, batch)):
+            key = (run, task_id, index, stamp)
+            if key in wanted:
+                decoded[key] = _result(value, None)
     return decoded
 
 
@@ -160,13 +221,19 @@ def dag_exists(session: Session, dag_id: str) -> bool:
     return session.scalar(select(DagModel.dag_id).where(DagModel.dag_id == dag_id)) is not None
 
 
-def _records(session: Session, task_id: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+def _records(
+    session: Session, dag_id: str, task_id: str, keys: list[tuple[int, int]]
+) -> dict[tuple[int, int], Any]:
     """The run records of the nights ``keys`` (DAG run row id, map index) that have no result yet."""
-    if not keys:
-        return {}
-    query = select(XComModel.dag_run_id, XComModel.map_index, XComModel.value).where(
-        XComModel.dag_run_id.in_({run for run, _ in keys}),
-        XComModel.task_id == task_id,
-        XComModel.key == RUN_RECORD_KEY,
-    )
-    return {(run, index): _value(value) for run, index, value in session.execute(query)}
+    found = {}
+    wanted = set(keys)
+    for batch in _batches(sorted({run for run, _ in keys})):
+        query = (
+            select(XComModel.dag_run_id, XComModel.map_index, _text(XComModel.value))
+            .where(_of_task(XComModel, RUN_RECORD_KEY, dag_id, task_id, batch))
+            .execution_options(yield_per=VALUES_AT_ONCE)
+        )
+        found.update(
+            {(run, i): _value(value) for run, i, value in session.execute(query) if (run, i) in wanted}
+        )
+    return found

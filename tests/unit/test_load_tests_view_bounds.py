@@ -285,7 +285,8 @@ def test_values_too_close_for_a_float_to_divide_render_flat() -> None:
 def test_the_docs_state_the_bounds_the_code_has() -> None:
     from pathlib import Path
 
-    from airflow_provider_loadtest.plugins.decoded import CACHED_ROWS
+    from airflow_provider_loadtest.plugins import slots
+    from airflow_provider_loadtest.plugins.decoded import CACHED_BYTES
 
     text = " ".join((Path(__file__).parents[2] / "docs" / "load_tests_view.md").read_text().split())
     for phrase in (
@@ -295,7 +296,13 @@ def test_the_docs_state_the_bounds_the_code_has() -> None:
         f"{bounds.FAILING_LISTED} failing rows listed",
         f"{bounds.PAGE_BYTES // 2**20} MiB in all",
         f"beyond 10^{round(math.log10(bounds.PLOT_RANGE))}",
-        f"at most {CACHED_ROWS:,} gate rows",
+        f"at most {CACHED_BYTES // 2**20} MiB of them",
+        f"at most {slots.VIEW_SLOTS} answers are built at once",
+        f"within {slots.SLOT_WAIT_S:g} seconds",
+        f"cut to {bounds.DECODED_CHARS:,} characters as it is decoded",
+        f"Airflow's own {bounds.RUN_ID_CHARS}",
+        f"about {bounds.JSON_BYTES // 2**20} MiB per answer",
+        f"at most {bounds.JSON_ROWS:,} gate rows",
     ):
         assert phrase in text, phrase
 
