@@ -402,7 +402,7 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
     shot(page, "load-tests-task")
     plugins = page.request.get(f"{ui}/api/v2/plugins").json()["plugins"]
     views = [v["href"] for p in plugins if p["name"] == "loadtest" for v in p["external_views"]]
-    if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}"]:
+    if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}", "/loadtest/"]:
         raise CheckFailed(f"GET /api/v2/plugins lists the view's tabs as {views}")
     headers = page.request.get(f"{ui}/loadtest/dags/{GATE_DAG_ID}").headers
     if headers.get("cache-control") != "no-store" or "script-src 'self'" not in headers.get(

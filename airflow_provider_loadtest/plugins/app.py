@@ -2,6 +2,8 @@
 
 Routes (all read-only):
 
+- ``GET /``: every gate at a glance, the gated tasks of every DAG the user may read (``overview``;
+  ``?tag=``, ``?owner=``, ``?page=``);
 - ``GET /dags/{dag_id}``: the DAG's "Load tests" tab, every gated task of the DAG (``?nights=``, the
   newest nights per task, default 90);
 - ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
@@ -30,6 +32,7 @@ from importlib.resources import files
 from typing import Annotated, Any
 
 from airflow.api_fastapi.common.db.common import SessionDep
+from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -40,11 +43,14 @@ from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
 from airflow_provider_loadtest.plugins.bounds import JSON_ROWS, LINKED_NAME_CHARS, PageBudget
 from airflow_provider_loadtest.plugins.history import TaskHistory, build
+from airflow_provider_loadtest.plugins.overview import FILTER_CHARS
 from airflow_provider_loadtest.plugins.page import TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
 
 #: Nights per task shown by default on a DAG's tab and on a task's tab, and the most one may ask for.
 DAG_NIGHTS, TASK_NIGHTS, MAX_NIGHTS = 90, 365, 2000
+#: The overview's last page one may ask for (its pages hold ``overview.PAGE_LINES`` gates each).
+MAX_PAGE = 10_000
 
 CSP = "; ".join(
     [
@@ -279,6 +285,21 @@ def create_app() -> FastAPI:
         if not history.nights:
             _known_dag(session, dag_id)
         return JSONResponse(history_json(history), headers=PRIVATE)
+
+    @app.get("/", response_class=HTMLResponse)
+    def overview(
+        request: Request,
+        session: SessionDep,
+        user: GetUserDep,
+        tag: Annotated[str | None, Query(min_length=1, max_length=FILTER_CHARS)] = None,
+        owner: Annotated[str | None, Query(min_length=1, max_length=FILTER_CHARS)] = None,
+        page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    ) -> StreamingResponse:
+        """Every gate the user may read (``overview_page``: the access checks are made per DAG there)."""
+        from airflow_provider_loadtest.plugins import overview_page
+
+        base, static = airflow_base(request), _static_root(request)
+        return overview_page.respond(session, user, base, static, tag=tag, owner=owner, page=page)
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:
