@@ -423,8 +423,13 @@ def check_overview(page: Page, ui: str, nights: list[dict[str, Any]]) -> None:
     page.set_viewport_size(VIEW_VIEWPORT)
     page.goto(f"{ui}/plugin/load-tests-overview")
     view = page.frame_locator("iframe[title='Load tests']")
+    view.locator("main#loadtest-view").wait_for(timeout=UI_TIMEOUT_MS)
     line = view.locator(f"table.gates tbody tr[data-dag-id='{GATE_DAG_ID}'][data-task-id='{TASK_ID}']")
-    line.wait_for(timeout=UI_TIMEOUT_MS)
+    try:
+        line.wait_for(timeout=UI_TIMEOUT_MS)
+    except Exception as exc:
+        shown = view.locator("main#loadtest-view").inner_text()[:2000]
+        raise CheckFailed(f"the overview shows no line of {GATE_DAG_ID}.{TASK_ID}:\n{shown}") from exc
     verdict = line.get_attribute("data-verdict")
     if verdict != nights[0]["verdict"]:
         raise CheckFailed(

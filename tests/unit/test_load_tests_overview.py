@@ -369,3 +369,15 @@ def test_the_plugin_puts_the_overview_in_airflows_navigation(monkeypatch: pytest
     assert nav["url_route"] == OVERVIEW_ROUTE
     routes = [view["url_route"] for view in _external_views()]
     assert len(set(routes)) == len(routes)  # the UI finds a nav page by its route among every view's
+
+
+def test_the_docs_state_the_overviews_bounds() -> None:
+    text = " ".join((Path(__file__).parents[2] / "docs" / "load_tests_view.md").read_text().split())
+    for phrase in (
+        f"the page holds {ov.PAGE_LINES} gates",
+        f"last {ov.NIGHTS} nights",
+        f"the first {ov.FAILING_NAMED} named",
+        f"the newest {ov.SCANNED_RUNS} DAG runs of each readable DAG",
+        "/plugin/load-tests-overview",
+    ):
+        assert phrase in text, phrase
