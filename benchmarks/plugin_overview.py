@@ -196,6 +196,7 @@ def measure(dags: int, tasks: int, nights: int, rounds: int) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
     from airflow_provider_loadtest.plugins.decoded import RESULTS
+    from airflow_provider_loadtest.plugins.overview import PAGE_LINES
 
     app = create_app()
     token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="viewer", role="viewer"))
@@ -215,7 +216,7 @@ def measure(dags: int, tasks: int, nights: int, rounds: int) -> dict[str, Any]:
         times[FIRST].append((time.perf_counter() - began) * 1000)
         assert first.status_code == 200, first.text[:500]
         lines = first.text.count("<tr data-dag-id=")
-        assert lines == min(dags * tasks, 200), lines
+        assert lines == min(dags * tasks, PAGE_LINES), lines
         for name, path in requests.items():
             answer = client.get(path)
             assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
