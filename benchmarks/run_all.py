@@ -56,6 +56,8 @@ BENCHMARKS = [
     Benchmark("jtl_read.py", [], ["--samples", "20000", "50000", "--rounds", "1"], json=True),
     # A year of nightly history in the "Load tests" view, seeded into a throwaway home (~20 s small).
     Benchmark("plugin_page.py", [], ["--smoke"], json=True),
+    # Every gate at a glance (/loadtest/): 500 gated tasks over a year (~3 min to seed); --smoke: 8 tasks.
+    Benchmark("plugin_overview.py", [], ["--smoke"], json=True),
     # The demo's full run is 3 x (ours ~2 min + control ~1 min); --smoke: one control DAG run (~20 s).
     Benchmark("demo_split.py", ["--repetitions", "3"], ["--smoke"], json=True),
     # The gate's judgement on simulated seasons (docs/gate_quality.md); Otava beside it when
@@ -325,6 +327,21 @@ def plugin_page_rows(result: Any) -> list[list[str]]:
     return [row('The "Load tests" view: server time of a task\'s tab, 365 nights', "< 200 ms", page)]
 
 
+def plugin_overview_rows(result: Any) -> list[list[str]]:
+    def overview() -> list[str]:
+        return [
+            f"{result['cold_ms']:.0f} ms of CPU cold ({result['cold_wall_ms']:.0f} ms wall at load "
+            f"{result['load_average']:.1f}), {result['warm_ms']:.0f} ms warm, the first view after a start "
+            f"{result['first_ms']:.0f} ms; {result['gated']:,} gated tasks, {result['nights']} nights",
+            f"Airflow's `GET /api/v2/dags?limit=100`: {result['baseline_ms']:.0f} ms of CPU",
+            _verdict(result["cold_ms"] < result["budget_ms"]),
+        ]
+
+    return [
+        row('The "Load tests" overview: server time, 500 gated tasks over a year, cold', "< 300 ms", overview)
+    ]
+
+
 def demo_rows(result: Any) -> list[list[str]]:
     def split() -> list[str]:
         total = result["steps"][-1]
@@ -529,6 +546,7 @@ BUDGET_ROWS: list[tuple[str, Callable[[Any], list[list[str]]]]] = [
     ("models_parse.py", models_rows),
     ("jtl_read.py", jtl_rows),
     ("plugin_page.py", plugin_page_rows),
+    ("plugin_overview.py", plugin_overview_rows),
     ("demo_split.py", demo_rows),
     ("gate_quality.py", gate_quality_rows),
     ("gate_quality.py", gate_family_rows),

@@ -15,7 +15,9 @@ with the simulator beside it, and drives Debian's ``chromium`` headless through 
    (values and statuses as the task left them in XCom, verdicts, the history's centre and noise band,
    the accepted change), a point's link must open the task instance, the report links must answer, the
    task's own tab must work, in the light and the dark theme, without a console error or a Content
-   Security Policy violation.
+   Security Policy violation;
+5. open the plugin's own page in Airflow's navigation (every gate at a glance): the release gate's
+   line must carry its last night's verdict and a trend, and its link must open the DAG's tab.
 
 Screenshots go to ``docs/screenshots/`` (committed: the README and docs/ show them; ``make browser``
 rewrites them), or to ``$LOADTEST_SCREENSHOTS`` (the test suite's temporary folder). Exit code 0: all
@@ -402,7 +404,7 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
     shot(page, "load-tests-task")
     plugins = page.request.get(f"{ui}/api/v2/plugins").json()["plugins"]
     views = [v["href"] for p in plugins if p["name"] == "loadtest" for v in p["external_views"]]
-    if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}"]:
+    if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}", "/loadtest/"]:
         raise CheckFailed(f"GET /api/v2/plugins lists the view's tabs as {views}")
     headers = page.request.get(f"{ui}/loadtest/dags/{GATE_DAG_ID}").headers
     if headers.get("cache-control") != "no-store" or "script-src 'self'" not in headers.get(
@@ -411,6 +413,36 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
         raise CheckFailed(f"the view's answer lacks no-store or its CSP: {headers}")
     if errors:
         raise CheckFailed("console errors on the Load tests tabs:\n" + "\n".join(errors))
+
+
+def check_overview(page: Page, ui: str, nights: list[dict[str, Any]]) -> None:
+    """The plugin's page in Airflow's navigation (every gate at a glance): the release gate's line with
+    its last night's verdict and its trend, and its link opening the DAG's Load tests tab."""
+    errors: list[str] = []
+    _watch_console(page, errors)
+    page.set_viewport_size(VIEW_VIEWPORT)
+    page.goto(f"{ui}/plugin/load-tests-overview")
+    view = page.frame_locator("iframe[title='Load tests']")
+    view.locator("main#loadtest-view").wait_for(timeout=UI_TIMEOUT_MS)
+    line = view.locator(f"table.gates tbody tr[data-dag-id='{GATE_DAG_ID}'][data-task-id='{TASK_ID}']")
+    try:
+        line.wait_for(timeout=UI_TIMEOUT_MS)
+    except Exception as exc:
+        shown = view.locator("main#loadtest-view").inner_text()[:2000]
+        raise CheckFailed(f"the overview shows no line of {GATE_DAG_ID}.{TASK_ID}:\n{shown}") from exc
+    verdict = line.get_attribute("data-verdict")
+    if verdict != nights[0]["verdict"]:
+        raise CheckFailed(
+            f"the overview gives {GATE_DAG_ID} the verdict {verdict!r}, not {nights[0]['verdict']!r}"
+        )
+    if line.locator("svg.spark.headline path.value").count() != 1:
+        raise CheckFailed("the overview's line of the release gate draws no trend of its headline metric")
+    shot(page, "load-tests-overview")
+    line.locator(f"a[href='/dags/{GATE_DAG_ID}/plugin/load-tests']").click()
+    page.wait_for_url(f"{ui}/dags/{GATE_DAG_ID}/plugin/load-tests**", timeout=UI_TIMEOUT_MS)
+    say(f"the overview listed {GATE_DAG_ID} ({verdict}) and its link opened {page.url}")
+    if errors:
+        raise CheckFailed("console errors on the Load tests overview:\n" + "\n".join(errors))
 
 
 def _row(night: dict[str, Any], metric: str, transaction: str | None = None) -> dict[str, Any]:
@@ -609,6 +641,7 @@ def check(browser_path: str) -> None:
 
                 nights = run_gate_nights(home)
                 check_load_tests_view(page, ui, nights)
+                check_overview(page, ui, nights)
                 check_dark_theme(browser, ui, len(nights))
                 statuses = ", ".join(n["status"] for n in nights[::-1])
                 say(f"the Load tests tab showed the {len(nights)} nights of {GATE_DAG_ID} ({statuses})")

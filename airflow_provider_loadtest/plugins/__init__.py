@@ -23,6 +23,8 @@ URL_PREFIX = "/loadtest"
 #: The tabs' routes in the UI (``/dags/<dag id>/plugin/load-tests``); each must be unique in Airflow.
 DAG_ROUTE = "load-tests"
 TASK_ROUTE = "load-tests-task"
+#: The overview's route in the UI's navigation (``/plugin/load-tests-overview``).
+OVERVIEW_ROUTE = "load-tests-overview"
 
 
 def _has_external_views() -> bool:
@@ -76,11 +78,15 @@ def _external_views() -> list[dict[str, Any]]:
             "destination": "task",
             "url_route": TASK_ROUTE,
         },
+        # Every gate at a glance: a page of its own in the UI's navigation (a button of its own, or
+        # under "Plugins" beside other plugins' pages).
+        {**common, "href": f"{root}/", "destination": "nav", "url_route": OVERVIEW_ROUTE},
     ]
 
 
 class LoadTestViewPlugin(AirflowPlugin):
-    """The view's plugin: the FastAPI app under ``/loadtest`` and two tabs (DAG and task pages)."""
+    """The view's plugin: the FastAPI app under ``/loadtest``, two tabs (DAG and task pages) and the
+    overview in Airflow's navigation."""
 
     name = "loadtest"
     fastapi_apps = _BuiltOnce(_fastapi_apps)

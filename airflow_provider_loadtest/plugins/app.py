@@ -2,6 +2,8 @@
 
 Routes (all read-only):
 
+- ``GET /``: every gate at a glance, the gated tasks of every DAG the user may read (``overview``;
+  ``?tag=``, ``?owner=``, ``?page=``);
 - ``GET /dags/{dag_id}``: the DAG's "Load tests" tab, every gated task of the DAG (``?nights=``, the
   newest nights per task, default 90);
 - ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
@@ -37,6 +39,7 @@ from importlib.resources import files
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -47,6 +50,7 @@ from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
 from airflow_provider_loadtest.plugins.bounds import JSON_BYTES, JSON_ROWS, LINKED_NAME_CHARS, PageBudget
 from airflow_provider_loadtest.plugins.history import Night, TaskHistory, build
+from airflow_provider_loadtest.plugins.overview import FILTER_CHARS
 from airflow_provider_loadtest.plugins.page import TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
 from airflow_provider_loadtest.plugins.slots import SLOTS
@@ -55,6 +59,8 @@ from airflow_provider_loadtest.plugins.slots import SLOTS
 DAG_NIGHTS, TASK_NIGHTS, MAX_NIGHTS = 90, 365, 2000
 #: The furthest ``?offset=`` of the JSON answer, and the nights it reads at a time (one short session each).
 MAX_OFFSET, JSON_BATCH = 10**6, 50
+#: The overview's last page one may ask for (its pages hold ``overview.PAGE_LINES`` gates each).
+MAX_PAGE = 10_000
 
 CSP = "; ".join(
     [
@@ -242,6 +248,20 @@ def _static_root(request: Request) -> str:
 # --- the app -------------------------------------------------------------------------------------------
 
 
+def static_file(name: str) -> Response:
+    """The stylesheet, the script and the icons: the same bytes for everyone, and no data, so cacheable
+    (the pages add ``?v=<version>``)."""
+    media = _STATIC.get(name)
+    if media is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
+    body = (_PACKAGE / "static" / name).read_bytes()
+    return Response(
+        body,
+        media_type=media,
+        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )
+
+
 def create_app() -> FastAPI:
     """The app Airflow mounts (built on the API server's first request for its plugins' apps)."""
     _page()  # a template error shows when the API server starts, not on the first visit
@@ -317,18 +337,23 @@ def create_app() -> FastAPI:
             body = json_answer(request.url.path, dag_id, task_id, total, nights, offset)
         return Response(body, media_type="application/json", headers=PRIVATE)
 
-    @app.get("/static/{name}")
-    def static(name: str) -> Response:
-        media = _STATIC.get(name)
-        if media is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
-        body = (_PACKAGE / "static" / name).read_bytes()
-        # The same bytes for everyone, and no data: cacheable (the pages add ?v=<version>).
-        return Response(
-            body,
-            media_type=media,
-            headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
-        )
+    @app.get("/", response_class=HTMLResponse)
+    def overview(
+        request: Request,
+        user: GetUserDep,
+        tag: Annotated[str | None, Query(min_length=1, max_length=FILTER_CHARS)] = None,
+        owner: Annotated[str | None, Query(min_length=1, max_length=FILTER_CHARS)] = None,
+        page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    ) -> StreamingResponse:
+        """Every gate the user may read (``overview_page``: the access checks are made per DAG there)."""
+        from airflow_provider_loadtest.plugins import overview_page
+
+        base = airflow_base(request)
+        with SLOTS.held(), reading() as session:  # read in one short session, as the tabs do
+            model = overview_page.overview(session, user, base, tag=tag, owner=owner, page=page)
+        return overview_page.respond(model, _static_root(request))
+
+    app.get("/static/{name}")(static_file)
 
     async def refused(request: Request, exc: Exception) -> Response:
         """401/403/404/422 as a short page (or JSON for the API route): never any data."""
@@ -343,7 +368,7 @@ def create_app() -> FastAPI:
             code, "Bad request"
         )
         message = {
-            401: "Log in to Airflow to see the load tests of this DAG.",
+            401: "Log in to Airflow to see its load tests.",
             403: "Your Airflow role does not allow reading this DAG's task instances and XCom.",
         }.get(code, str(detail))
         response = render(request, code, title=heading, heading=heading, message=message, tasks=[])

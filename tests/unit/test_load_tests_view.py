@@ -440,7 +440,7 @@ def test_tabs_carry_airflows_base_path(monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow_provider_loadtest.plugins import _external_views
 
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example/team-a/")
-    dag_tab, task_tab = _external_views()
+    dag_tab, task_tab, _overview = _external_views()
     assert dag_tab["href"] == "/team-a/loadtest/dags/{DAG_ID}" and dag_tab["destination"] == "dag"
     assert task_tab["href"] == "/team-a/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}"
     assert task_tab["destination"] == "task" and dag_tab["url_route"] != task_tab["url_route"]
@@ -490,4 +490,4 @@ def test_airflow_registers_the_plugin_once_whatever_lazy_discover_providers_says
     assert result["errors"] == {}
     (info,) = result["info"]
     assert [app["url_prefix"] for app in info["fastapi_apps"]] == ["/loadtest"]
-    assert [view["destination"] for view in info["external_views"]] == ["dag", "task"]
+    assert [view["destination"] for view in info["external_views"]] == ["dag", "task", "nav"]
