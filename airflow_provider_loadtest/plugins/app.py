@@ -5,7 +5,7 @@ Routes (all read-only):
 - ``GET /dags/{dag_id}``: the DAG's "Load tests" tab, every gated task of the DAG (``?nights=``, the
   newest nights per task, default 90);
 - ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
-  that transaction's charts);
+  that transaction's charts; ``?compare=`` and ``?with=`` set two nights side by side, ``plugins.compare``);
 - ``GET /api/dags/{dag_id}/tasks/{task_id}``: the same history as JSON;
 - ``GET /static/{name}``: the stylesheet, the script that follows Airflow's theme, the icons.
 
@@ -39,8 +39,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
 from airflow_provider_loadtest.plugins.bounds import JSON_ROWS, LINKED_NAME_CHARS, PageBudget
+from airflow_provider_loadtest.plugins.compare import KEY_CHARS
 from airflow_provider_loadtest.plugins.history import TaskHistory, build
-from airflow_provider_loadtest.plugins.page import TaskView, task_view
+from airflow_provider_loadtest.plugins.page import GATE_EXAMPLE, TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
 
 #: Nights per task shown by default on a DAG's tab and on a task's tab, and the most one may ask for.
@@ -82,6 +83,7 @@ def _page() -> Template:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.globals["gate_example"] = GATE_EXAMPLE
     return env.get_template("page.html.j2")
 
 
@@ -223,9 +225,11 @@ def create_app() -> FastAPI:
         parts = render_parts(_static_root(request), 200, PageBudget(), **context)
         return StreamingResponse(_chunks(parts), media_type="text/html; charset=utf-8", headers=PRIVATE)
 
-    def views(histories: list[TaskHistory], request: Request) -> list[TaskView]:
+    def views(
+        histories: list[TaskHistory], request: Request, picks: tuple[str | None, str | None] | None = None
+    ) -> list[TaskView]:
         base = airflow_base(request)
-        return [task_view(h, base) for h in histories]
+        return [task_view(h, base, picks) for h in histories]
 
     @app.get("/dags/{dag_id}", response_class=HTMLResponse, dependencies=dag_checks)
     def dag_page(
@@ -256,6 +260,8 @@ def create_app() -> FastAPI:
         task_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
         transaction: Annotated[str | None, Query(min_length=1, max_length=LINKED_NAME_CHARS)] = None,
+        compare: Annotated[str | None, Query(max_length=KEY_CHARS)] = None,
+        with_: Annotated[str | None, Query(alias="with", max_length=KEY_CHARS)] = None,
     ) -> StreamingResponse:
         histories = [h for h in _histories(session, dag_id, [task_id], nights, transaction) if h.nights]
         if not histories:
@@ -265,7 +271,7 @@ def create_app() -> FastAPI:
             title=f"Load tests · {dag_id} · {task_id}",
             subject=f"{dag_id} · {task_id}",
             single=True,
-            tasks=views(histories, request),
+            tasks=views(histories, request, (compare, with_)),
         )
 
     @app.get("/api/dags/{dag_id}/tasks/{task_id}", dependencies=task_checks)

@@ -21,9 +21,15 @@ from airflow_provider_loadtest.plugins.history import Night, Series, task_instan
 from airflow_provider_loadtest.plugins.rows import Row
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 60, 14, 12, 30
+LEFT, RIGHT, TOP, BOTTOM = 72, 14, 12, 34
 X_TICKS = 6
 Y_TICKS = 5
+#: The axis labels' size in the chart's own units (``view.css`` sets it: ``.label``). A chart is drawn
+#: at least ``MIN_DRAWN_WIDTH`` pixels wide (the grid's narrowest column), scaled from ``WIDTH``: at 16
+#: units a label is 10.5 px there and 12 to 15 px at the usual widths (at 11 it was 7 px: unreadable).
+LABEL_SIZE, MIN_DRAWN_WIDTH = 16, 420
+#: The least distance between two dates on the x axis (a date at ``LABEL_SIZE`` is about 85 units).
+DATE_GAP = 100
 
 
 @dataclass(frozen=True)
@@ -425,7 +431,7 @@ def _date_ticks(series: Series, xs: Sequence[float]) -> tuple[Tick, ...]:
     ticks: list[Tick] = []
     for i in picks:
         label = series.nights[i].day
-        if ticks and (ticks[-1].label == label or xs[i] - ticks[-1].at < 70):
+        if ticks and (ticks[-1].label == label or xs[i] - ticks[-1].at < DATE_GAP):
             continue
         ticks.append(Tick(xs[i], label))
     left, right = xs[0], xs[-1]
