@@ -9,6 +9,7 @@ import inspect
 import re
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -276,5 +277,19 @@ def test_axis_labels_are_legible_where_a_chart_is_drawn_narrowest() -> None:
     assert size is not None and column is not None
     assert int(size.group(1)) == ch.LABEL_SIZE and int(column.group(1)) == ch.MIN_DRAWN_WIDTH
     assert ch.LABEL_SIZE * ch.MIN_DRAWN_WIDTH / ch.WIDTH >= 10  # px on screen, in the narrowest column
-    assert len("2026-03-01") * 0.6 * ch.LABEL_SIZE <= ch.DATE_GAP  # two dates never overlap
+    assert len("2026-03-01") * 0.6 * ch.LABEL_SIZE <= ch.DATE_WIDTH  # a date's room holds it
+
+
+@pytest.mark.parametrize("count", [2, 3, 6, 7, 30, 365])
+def test_the_dates_on_the_x_axis_never_overlap_and_the_newest_is_shown(count: int) -> None:
+    """Seen in the browser check's screenshot: at 16 units, "2026-03-01" (starting at the left edge) ran
+    into "2026-03-02" (centred) on a chart of six nights."""
+    nights = [night(d, [row(1.0)]) for d in range(1, count + 1)]
+    chart = ch.chart(history(*nights).series[0], "/airflow", "d", "t")
+    ticks = chart.x_ticks
+    room = {"start": 0.0, "middle": ch.DATE_WIDTH / 2, "end": ch.DATE_WIDTH}
+    starts = [t.at - room[t.anchor] for t in ticks]
+    assert all(b - a >= ch.DATE_WIDTH for a, b in pairwise(starts))
+    assert ticks[-1].label == nights[-1].day and ticks[0].label == nights[0].day
+    assert starts[0] >= ch.LEFT - 0.01 and starts[-1] + ch.DATE_WIDTH <= ch.WIDTH - ch.RIGHT + 0.01
     assert len("1.25e+04") * 0.6 * ch.LABEL_SIZE * 0.8 <= ch.LEFT - 6  # a y label fits left of the plot
