@@ -214,19 +214,24 @@ def spread(values: Sequence[float]) -> float | None:
     return sd if sd > 0 and math.isfinite(sd) else None
 
 
-def _values(key: tuple[str, str | None], nights: Sequence[Night]) -> list[float]:
-    """The series' finite values over ``nights``, read straight from the rows as decoded."""
+#: A night's rows as the spread reads them: each series' entry index, and the entries.
+_Table = tuple[dict[tuple[str, str | None], int], tuple[Any, ...]]
+
+
+def _values(key: tuple[str, str | None], tables: Sequence[_Table]) -> list[float]:
+    """The series' finite values over the nights of ``tables``, read straight from the rows as decoded."""
     found = []
-    for n in nights:
-        index = n.result.by_series.get(key)
-        value = None if index is None else n.result.entries[index].value
-        if value is not None and math.isfinite(value):
-            found.append(value)
+    for by_series, entries in tables:
+        index = by_series.get(key)
+        if index is not None:
+            value = entries[index].value
+            if value is not None and math.isfinite(value):
+                found.append(value)
     return found
 
 
 def _measure(
-    key: tuple[str, str | None], night: Night, reference: Night, spread_nights: Sequence[Night]
+    key: tuple[str, str | None], night: Night, reference: Night, spread_tables: Sequence[_Table]
 ) -> _Measure:
     from airflow_provider_loadtest.decisions.gate import change_pct
 
@@ -242,7 +247,7 @@ def _measure(
         pct = change_pct(after_value, before_value) if change is not None else None
     noise, source = _noise(entry) or _noise(before), "gate"
     if noise is None and change is not None:
-        noise, source = spread(_values(key, spread_nights)), "spread"
+        noise, source = spread(_values(key, spread_tables)), "spread"
     sd = None if noise is None or change is None else change / noise
     sd = sd if sd is not None and math.isfinite(sd) else None
     status = "none" if i is None else night.result.statuses[i].value
@@ -287,5 +292,6 @@ def _line(m: _Measure) -> Line:
 
 def _lines(night: Night, reference: Night, spread_nights: Sequence[Night]) -> tuple[tuple[Line, ...], int]:
     keys = list(dict.fromkeys([*night.result.by_series, *reference.result.by_series]))
-    measures = sorted((_measure(k, night, reference, spread_nights) for k in keys), key=_order)
+    tables = [(n.result.by_series, n.result.entries) for n in spread_nights]
+    measures = sorted((_measure(k, night, reference, tables) for k in keys), key=_order)
     return tuple(_line(m) for m in measures[:COMPARE_ROWS]), max(len(measures) - COMPARE_ROWS, 0)
