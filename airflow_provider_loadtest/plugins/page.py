@@ -22,7 +22,14 @@ from airflow_provider_loadtest.plugins.bounds import (
     clip,
 )
 from airflow_provider_loadtest.plugins.charts import Chart, chart, movement, number, percent, unit_of
-from airflow_provider_loadtest.plugins.compare import ANCHOR, Comparison, compare, compare_href, night_key
+from airflow_provider_loadtest.plugins.compare import (
+    ANCHOR,
+    Comparison,
+    comparable,
+    compare,
+    compare_href,
+    night_key,
+)
 from airflow_provider_loadtest.plugins.history import (
     Night,
     Series,
@@ -238,7 +245,7 @@ def _picking(comparison: Comparison, night: Night, page: str) -> dict[str, str]:
         return {"compared": "night"}
     if key == comparison.reference_key:
         return {"compared": "reference"}
-    if not night.result.entries or not night.result.has_result:
+    if not comparable(night):
         return {}
     # Without a comparison (the picks were not nights) each link picks one night, the other by default.
     night_pick, reference_pick = comparison.night_key or None, comparison.reference_key or None
