@@ -238,8 +238,9 @@ def _omitted(history: TaskHistory, columns: list[str], base: str) -> tuple[list[
     return said, links
 
 
-def _picking(comparison: Comparison, night: Night, page: str) -> dict[str, str]:
-    """A table row's part in the comparison and its links to change it (``TableRow.compared``...)."""
+def _picking(comparison: Comparison, night: Night) -> dict[str, str]:
+    """A table row's part in the comparison and its links to change it (``TableRow.compared``...): links
+    relative to the task's page itself (only a query: 365 nights write 730 of them)."""
     key = night_key(night)
     if key == comparison.night_key:
         return {"compared": "night"}
@@ -250,8 +251,8 @@ def _picking(comparison: Comparison, night: Night, page: str) -> dict[str, str]:
     # Without a comparison (the picks were not nights) each link picks one night, the other by default.
     night_pick, reference_pick = comparison.night_key or None, comparison.reference_key or None
     return {
-        "as_night": compare_href(page, key, reference_pick),
-        "as_reference": compare_href(page, night_pick, key),
+        "as_night": compare_href("", key, reference_pick),
+        "as_reference": compare_href("", night_pick, key),
     }
 
 
@@ -291,7 +292,7 @@ def task_view(
                 report_label=clip(result.bench_result_id or "report", NAME_CHARS),
                 night_effect="" if effect is None else effect_text(effect),
                 night_effect_status="" if effect is None else effect.status,
-                **({} if comparison is None else _picking(comparison, night, page)),
+                **({} if comparison is None else _picking(comparison, night)),
             )
         )
     latest = rows[0] if rows else None
