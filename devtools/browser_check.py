@@ -16,7 +16,11 @@ with the simulator beside it, and drives Debian's ``chromium`` headless through 
    the accepted change), a point's link must open the task instance, the report links must answer, the
    task's own tab must work, in the light and the dark theme, without a console error or a Content
    Security Policy violation;
-5. open the plugin's own page in Airflow's navigation (every gate at a glance): the release gate's
+5. on the task's tab, set a night beside another (issue 35): by default the newest night beside the
+   accepted one; a table's "as reference" link picks the first night instead, and the comparison shows
+   p95 on both nights as the gate left it in XCom, the change, and the changes largest beyond the noise
+   first (``load-tests-compare.png``);
+6. open the plugin's own page in Airflow's navigation (every gate at a glance): the release gate's
    line must carry its last night's verdict and a trend, and its link must open the DAG's tab.
 
 Screenshots go to ``docs/screenshots/`` (committed: the README and docs/ show them; ``make browser``
@@ -402,6 +406,7 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
     task_rows = page.frame_locator("iframe[title='Load tests']").locator("table.nights tbody tr")
     task_rows.nth(len(nights) - 1).wait_for(timeout=UI_TIMEOUT_MS)
     shot(page, "load-tests-task")
+    check_comparison(page, nights)
     plugins = page.request.get(f"{ui}/api/v2/plugins").json()["plugins"]
     views = [v["href"] for p in plugins if p["name"] == "loadtest" for v in p["external_views"]]
     if views != ["/loadtest/dags/{DAG_ID}", "/loadtest/dags/{DAG_ID}/tasks/{TASK_ID}", "/loadtest/"]:
@@ -413,6 +418,40 @@ def check_load_tests_view(page: Page, ui: str, nights: list[dict[str, Any]]) -> 
         raise CheckFailed(f"the view's answer lacks no-store or its CSP: {headers}")
     if errors:
         raise CheckFailed("console errors on the Load tests tabs:\n" + "\n".join(errors))
+
+
+def check_comparison(page: Page, nights: list[dict[str, Any]]) -> None:
+    """The task's tab compares the newest night with the accepted one by default; the oldest night's
+    "as reference" link sets it beside the newest instead (the view's frame navigates, no script), and
+    the p95 line shows both nights' values as in XCom, the change worse, the lines largest beyond the
+    noise first."""
+    from airflow_provider_loadtest.plugins.charts import number
+
+    frame = page.frame_locator("iframe[title='Load tests']")
+    newest, oldest = nights[0], nights[-1]
+    accepted = next(n for n in nights if n["accept"])
+    said = frame.locator("section.compare p").first.inner_text()
+    if not said.startswith(newest["day"]) or f"beside {accepted['day']}" not in said:
+        expected = f"{newest['day']} beside {accepted['day']}"
+        raise CheckFailed(f"the default comparison says {said!r}, not {expected}")
+    pick = frame.locator(f'table.nights tbody tr[data-run-id="{oldest["run_id"]}"] td.pick a')
+    pick.filter(has_text="as reference").click()
+    header = frame.locator("section.compare table.compared thead th.num").first
+    header.filter(has_text=oldest["day"]).wait_for(timeout=UI_TIMEOUT_MS)
+    line = frame.locator(f'section.compare tr[data-metric="{P95}"]:not([data-transaction])')
+    cells = [c.inner_text().strip() for c in line.locator("td").all()]
+    before, after = number(_row(oldest, P95)["value"]), number(_row(newest, P95)["value"])
+    if cells[2:4] != [before, after] or line.get_attribute("data-verdict") != "worse":
+        raise CheckFailed(f"the {P95} line reads {cells}, expected {before} beside {after}, worse")
+    beyond = [c.inner_text() for c in frame.locator("section.compare td.beyond").all()]
+    sizes = [abs(float(b.split()[0])) for b in beyond if b.endswith("sd")]
+    if not sizes or sizes != sorted(sizes, reverse=True):
+        raise CheckFailed(f"the comparison is not ordered by the change beyond the noise: {beyond}")
+    shot(page, "load-tests-compare")
+    say(
+        f"the comparison set {newest['day']} beside {oldest['day']}: {P95} {before} -> {after} ms "
+        f"({cells[7]} beyond the noise, {len(beyond)} series)"
+    )
 
 
 def check_overview(page: Page, ui: str, nights: list[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ Routes (all read-only):
 - ``GET /dags/{dag_id}``: the DAG's "Load tests" tab, every gated task of the DAG (``?nights=``, the
   newest nights per task, default 90);
 - ``GET /dags/{dag_id}/tasks/{task_id}``: one task's tab (default 365 nights; ``?transaction=`` draws
-  that transaction's charts);
+  that transaction's charts; ``?compare=`` and ``?with=`` set two nights side by side, ``plugins.compare``);
 - ``GET /api/dags/{dag_id}/tasks/{task_id}``: the same history as JSON, paged (``?nights=`` per answer,
   ``?offset=`` past the newest; at most ``bounds.JSON_BYTES``, then ``next`` links the rest);
 - ``GET /static/{name}``: the stylesheet, the script that follows Airflow's theme, the icons.
@@ -49,9 +49,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from airflow_provider_loadtest import __version__
 from airflow_provider_loadtest.plugins import URL_PREFIX
 from airflow_provider_loadtest.plugins.bounds import JSON_BYTES, JSON_ROWS, LINKED_NAME_CHARS, PageBudget
+from airflow_provider_loadtest.plugins.compare import KEY_CHARS
 from airflow_provider_loadtest.plugins.history import Night, TaskHistory, build
 from airflow_provider_loadtest.plugins.overview import FILTER_CHARS
-from airflow_provider_loadtest.plugins.page import TaskView, task_view
+from airflow_provider_loadtest.plugins.page import GATE_EXAMPLE, TaskView, task_view
 from airflow_provider_loadtest.plugins.rows import Row
 from airflow_provider_loadtest.plugins.slots import SLOTS
 
@@ -98,6 +99,7 @@ def _page() -> Template:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.globals["gate_example"] = GATE_EXAMPLE
     return env.get_template("page.html.j2")
 
 
@@ -195,14 +197,16 @@ def task_views(
     base: str,
     budget: PageBudget,
     transaction: str | None = None,
+    picks: tuple[str | None, str | None] | None = None,
 ) -> Iterator[TaskView]:
     """The view of each task of ``totals`` (task id: its nights in all), each read and built only when
-    the page reaches it and has room for it: the page's cost is that of the tasks it shows."""
+    the page reaches it and has room for it: the page's cost is that of the tasks it shows. ``picks``:
+    the two nights a task's page compares (``page.task_view``)."""
     for task_id, total in totals.items():
         if budget.full:
             return
         read = _read_nights(dag_id, task_id, nights)
-        yield task_view(build(dag_id, task_id, read, total, transaction=transaction), base)
+        yield task_view(build(dag_id, task_id, read, total, transaction=transaction), base, picks)
 
 
 def _known_dag(session: Any, dag_id: str) -> None:
@@ -311,10 +315,13 @@ def create_app() -> FastAPI:
         task_id: str,
         nights: Annotated[int, Query(ge=1, le=MAX_NIGHTS)] = TASK_NIGHTS,
         transaction: Annotated[str | None, Query(min_length=1, max_length=LINKED_NAME_CHARS)] = None,
+        compare: Annotated[str | None, Query(max_length=KEY_CHARS)] = None,
+        with_: Annotated[str | None, Query(alias="with", max_length=KEY_CHARS)] = None,
     ) -> StreamingResponse:
         total = _count(dag_id, task_id)
         budget = PageBudget()
-        views = task_views(dag_id, {task_id: total}, nights, airflow_base(request), budget, transaction)
+        base, picks = airflow_base(request), (compare, with_)
+        views = task_views(dag_id, {task_id: total}, nights, base, budget, transaction, picks)
         return stream(
             request,
             budget,

@@ -21,9 +21,15 @@ from airflow_provider_loadtest.plugins.history import Night, Series, task_instan
 from airflow_provider_loadtest.plugins.rows import Row
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 60, 14, 12, 30
+LEFT, RIGHT, TOP, BOTTOM = 72, 14, 12, 34
 X_TICKS = 6
 Y_TICKS = 5
+#: The axis labels' size in the chart's own units (``view.css`` sets it: ``.label``). A chart is drawn
+#: at least ``MIN_DRAWN_WIDTH`` pixels wide (the grid's narrowest column), scaled from ``WIDTH``: at 16
+#: units a label is 10.5 px there and 12 to 15 px at the usual widths (at 11 it was 7 px: unreadable).
+LABEL_SIZE, MIN_DRAWN_WIDTH = 16, 420
+#: The width a date ("2026-03-01") takes on the x axis at ``LABEL_SIZE``, with a little room beside it.
+DATE_WIDTH = 0.6 * LABEL_SIZE * 10 + 8
 
 
 @dataclass(frozen=True)
@@ -417,17 +423,13 @@ def chart(
 
 
 def _date_ticks(series: Series, xs: Sequence[float]) -> tuple[Tick, ...]:
-    """Up to ``X_TICKS`` dates, evenly picked among the nights (never two with the same label)."""
+    """Up to ``X_TICKS`` dates, evenly picked among the nights, none overlapping another (each takes
+    ``DATE_WIDTH`` around its anchor: the first date starts at the plot's left edge, the last ends at its
+    right edge, the others are centred) and never two with the same label; the newest date is kept."""
     count = len(xs)
     if count == 0:
         return ()
     picks = sorted({round(i * (count - 1) / (X_TICKS - 1)) for i in range(X_TICKS)}) if count > 1 else [0]
-    ticks: list[Tick] = []
-    for i in picks:
-        label = series.nights[i].day
-        if ticks and (ticks[-1].label == label or xs[i] - ticks[-1].at < 70):
-            continue
-        ticks.append(Tick(xs[i], label))
     left, right = xs[0], xs[-1]
 
     def anchor(x: float) -> str:
@@ -435,7 +437,22 @@ def _date_ticks(series: Series, xs: Sequence[float]) -> tuple[Tick, ...]:
             return "middle"
         return "start" if x == left else "end" if x == right else "middle"
 
-    return tuple(Tick(t.at, t.label, anchor(t.at)) for t in ticks)
+    def start(tick: Tick) -> float:
+        return tick.at - {"start": 0.0, "middle": DATE_WIDTH / 2, "end": DATE_WIDTH}[tick.anchor]
+
+    def clash(before: Tick, after: Tick) -> bool:
+        return before.label == after.label or start(before) + DATE_WIDTH > start(after)
+
+    ticks: list[Tick] = []
+    for i in picks:
+        tick = Tick(xs[i], series.nights[i].day, anchor(xs[i]))
+        if i == picks[-1]:  # the newest date wins over those before it
+            while ticks and clash(ticks[-1], tick):
+                ticks.pop()
+            ticks.append(tick)
+        elif not ticks or not clash(ticks[-1], tick):
+            ticks.append(tick)
+    return tuple(ticks)
 
 
 def charts(series: Sequence[Series], base: str, dag_id: str, task_id: str) -> list[Chart]:

@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 from urllib.parse import quote
 
 from airflow_provider_loadtest.plugins.bounds import SERIES_DRAWN
-from airflow_provider_loadtest.plugins.rows import Row, RunResult
+from airflow_provider_loadtest.plugins.rows import Row, RunResult, Status
 
 #: Task instance states in which the task has not ended yet (it may still return a verdict).
 _NOT_ENDED = frozenset(
@@ -146,7 +146,9 @@ def build(
     transaction: str | None = None,
 ) -> TaskHistory:
     """The history of ``nights`` (in any order): the first ``drawn`` series (those of ``transaction``
-    only when given) in the order the newest nights list them, all requests' first.
+    only when given) in the order the newest nights list them: those failing or suspected on the newest
+    night with a verdict first (``flagged``: a red badge above charts that all pass would send the
+    reader hunting), then all requests', then the transactions'.
 
     Linear in the rows read: each night's rows are indexed once (``RunResult.by_series``), and only the
     drawn series are looked up night by night."""
@@ -156,7 +158,8 @@ def build(
     for night in newest_first:
         seen.update(dict.fromkeys(night.result.by_series))
     keys = [SeriesKey(metric, tx) for metric, tx in seen]
-    keys.sort(key=lambda k: k.transaction is not None)  # all requests first, stable
+    marked = flagged(newest_first)
+    keys.sort(key=lambda k: (k not in marked, k.transaction is not None))  # stable
     wanted = [k for k in keys if transaction is None or k.transaction == transaction]
     chosen = wanted[: max(drawn, 0)]
     series = tuple(
@@ -172,6 +175,19 @@ def build(
         series=series,
         keys=(*wanted, *(k for k in keys if k not in others)),
         transaction=transaction,
+    )
+
+
+def flagged(newest_first: Sequence[Night]) -> frozenset[SeriesKey]:
+    """The series failing or suspected on the newest night that has a verdict (none without one)."""
+    latest = next((n for n in newest_first if n.result.has_result), None)
+    if latest is None:
+        return frozenset()
+    statuses = latest.result.statuses
+    return frozenset(
+        SeriesKey(metric, tx)
+        for (metric, tx), index in latest.result.by_series.items()  # each series' entry, as ``row_of``'s
+        if statuses[index].failed or statuses[index] is Status.SUSPECTED
     )
 
 

@@ -100,15 +100,6 @@ def may_read_load_tests(manager: Any, user: Any, dag_ids: Iterable[str], session
 # --- reading -------------------------------------------------------------------------------------------
 
 
-def key_is(session: Session, column: Any, key: str) -> Any:
-    """``column == key``, for XCom rows already narrowed by their primary key (DAG run first). SQLite's
-    planner has no statistics (Airflow never runs ``ANALYZE``) and takes an equality on the indexed
-    ``key`` as the most selective term: it would read every run record (or every ``return_value``) of
-    the deployment, then the rows, 0.5 s and more for a year of 500 gates. There the key is compared as
-    an expression (``key || ''``), which no index serves, so the primary key leads."""
-    return (column + "" if session.get_bind().dialect.name == "sqlite" else column) == key
-
-
 class Found(NamedTuple):
     """One night of one gated task as the query finds it (no value read yet): a tuple, thousands of
     them are made per view."""
@@ -206,7 +197,7 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
     from sqlalchemy.orm import aliased
 
     from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
-    from airflow_provider_loadtest.plugins.store import RESULT_KEY
+    from airflow_provider_loadtest.plugins.store import RESULT_KEY, key_is
 
     dag_runs = {run.id: run for run in newest_runs(session, dag_ids, runs)}
     ids = sorted(dag_runs)
@@ -229,7 +220,7 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
                     result.dag_run_id == started.dag_run_id,
                     result.task_id == started.task_id,
                     result.map_index == started.map_index,
-                    key_is(session, result.key, RESULT_KEY),
+                    key_is(result.key, RESULT_KEY),
                 ),
             )
             .outerjoin(
@@ -243,7 +234,7 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
             )
             .where(
                 started.dag_run_id.in_(ids[start : start + RUNS_PER_QUERY]),
-                key_is(session, started.key, RUN_RECORD_KEY),
+                key_is(started.key, RUN_RECORD_KEY),
             )
         )
         for dag_run_id, task_id, map_index, state, try_number, has_result in session.execute(query):
@@ -299,7 +290,7 @@ def _decode(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
     from airflow.models.xcom import XComModel
     from sqlalchemy import Text, select, type_coerce
 
-    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _result
+    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _result, key_is
 
     wanted = {(run, task, index): key for key in keys for run, task, index, _ in [key]}
     runs = sorted({run for run, *_ in keys})
@@ -311,7 +302,7 @@ def _decode(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
         ).where(
             XComModel.dag_run_id.in_(runs[start : start + RUNS_PER_QUERY]),
             XComModel.task_id.in_(tasks),
-            key_is(session, XComModel.key, RESULT_KEY),
+            key_is(XComModel.key, RESULT_KEY),
         )
         for run, task, index, value in session.execute(query):
             key = wanted.get((run, task, index))

@@ -22,11 +22,20 @@ from airflow_provider_loadtest.plugins.bounds import (
     clip,
 )
 from airflow_provider_loadtest.plugins.charts import Chart, chart, movement, number, percent, unit_of
+from airflow_provider_loadtest.plugins.compare import (
+    ANCHOR,
+    Comparison,
+    comparable,
+    compare,
+    compare_href,
+    night_key,
+)
 from airflow_provider_loadtest.plugins.history import (
     Night,
     Series,
     TaskHistory,
     Verdict,
+    flagged,
     run_url,
     task_instance_url,
     task_url,
@@ -44,6 +53,14 @@ _VERDICT_CLASS = {
     Verdict.RUNNING: "neutral",
     Verdict.NO_VERDICT: "neutral",
 }
+
+
+#: How a DAG without a gate gets charts, in one line (a unit test checks each keyword against the
+#: operator's signature, so the example cannot drift from the operator).
+GATE_EXAMPLE = (
+    'RunScenarioOperator(task_id="load_test", scenario_id="...", '
+    'metric_budgets={"RESPONSE_TIME_PERCENTILE_95": "<= 800"}, baseline="history")'
+)
 
 
 def short_label(metric: str) -> str:
@@ -79,6 +96,11 @@ class TableRow:
     #: The night effect's line ("" without one) and its status (a CSS class: "regression" failed).
     night_effect: str = ""
     night_effect_status: str = ""
+    #: On a task's page: this night's part in the comparison ("night", "reference" or ""), and the links
+    #: that set it beside the reference, or as the reference (none for a night without gate rows).
+    compared: str = ""
+    as_night: str = ""
+    as_reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +115,8 @@ class ChartGroup:
     task_id: str
     #: The night effect's group: its one series drawn as the night effect (``night_effect.effect_chart``).
     night_effect: bool = False
+    #: Whether a series of the group fails or is suspected on the newest night (its charts open).
+    flagged: bool = False
 
     @property
     def label(self) -> str:
@@ -126,6 +150,10 @@ class TaskView:
     transaction: str | None = None
     #: Every series' shared movement per night (None: no night has one, or the page is one transaction's).
     night_effect: ChartGroup | None = None
+    #: Two nights side by side (a task's page: ``compare.compare``); on a DAG's tab, None.
+    comparison: Comparison | None = None
+    #: The task page's comparison (linked from a DAG's tab).
+    compare_page: str = ""
 
     def table(self, budget: PageBudget) -> Iterator[TableRow]:
         """The table's rows while the page has room (the page says when it had to stop)."""
@@ -210,15 +238,40 @@ def _omitted(history: TaskHistory, columns: list[str], base: str) -> tuple[list[
     return said, links
 
 
-def task_view(history: TaskHistory, base: str) -> TaskView:
-    """The view of one task's history; ``base``: Airflow's path prefix for links into its UI. Linear in
-    the nights and the series drawn; the charts themselves are built as the page is rendered."""
+def _picking(comparison: Comparison, night: Night) -> dict[str, str]:
+    """A table row's part in the comparison and its links to change it (``TableRow.compared``...): links
+    relative to the task's page itself (only a query: 365 nights write 730 of them)."""
+    key = night_key(night)
+    if key == comparison.night_key:
+        return {"compared": "night"}
+    if key == comparison.reference_key:
+        return {"compared": "reference"}
+    if not comparable(night):
+        return {}
+    # Without a comparison (the picks were not nights) each link picks one night, the other by default.
+    night_pick, reference_pick = comparison.night_key or None, comparison.reference_key or None
+    return {
+        "as_night": compare_href("", key, reference_pick),
+        "as_reference": compare_href("", night_pick, key),
+    }
+
+
+def task_view(
+    history: TaskHistory, base: str, picks: tuple[str | None, str | None] | None = None
+) -> TaskView:
+    """The view of one task's history; ``base``: Airflow's path prefix for links into its UI; ``picks``:
+    on a task's page, the two nights to compare (``?compare=`` and ``?with=``, None: the defaults). Linear
+    in the nights and the series drawn; the charts themselves are built as the page is rendered."""
     dag_id, task_id = history.dag_id, history.task_id
     transactions = list(dict.fromkeys(s.key.transaction for s in history.series))
+    marked = flagged(history.nights)
     groups = [
-        ChartGroup(tx, tuple(history.series_of(tx)), base, dag_id, task_id)
+        ChartGroup(tx, group, base, dag_id, task_id, flagged=any(s.key in marked for s in group))
         for tx in sorted(transactions, key=lambda tx: tx is not None)
+        if (group := tuple(history.series_of(tx)))
     ]
+    page = view_task_url(base, dag_id, task_id)
+    comparison = None if picks is None else compare(history, *picks)
     metrics = history.metrics[:COLUMNS]
     rows = []
     for night in history.nights:
@@ -239,6 +292,7 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
                 report_label=clip(result.bench_result_id or "report", NAME_CHARS),
                 night_effect="" if effect is None else effect_text(effect),
                 night_effect_status="" if effect is None else effect.status,
+                **({} if comparison is None else _picking(comparison, night)),
             )
         )
     latest = rows[0] if rows else None
@@ -249,7 +303,7 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
         task_id=task_id,
         total=history.total,
         shown=len(history.nights),
-        groups=tuple(g for g in groups if g.series),
+        groups=tuple(groups),
         headers=tuple((clip(short_label(m), NAME_CHARS), clip(m, NAME_CHARS)) for m in metrics),
         rows=tuple(rows),
         task_page=task_url(base, dag_id, task_id),
@@ -259,4 +313,6 @@ def task_view(history: TaskHistory, base: str) -> TaskView:
         more=tuple(more),
         transaction=history.transaction,
         night_effect=None if effects is None else ChartGroup(None, (effects,), base, dag_id, task_id, True),
+        comparison=comparison,
+        compare_page=f"{page}#{ANCHOR}",
     )

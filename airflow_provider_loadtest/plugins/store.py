@@ -67,7 +67,7 @@ def tasks_query(dag_id: str) -> Select[str, int]:
         select(XComModel.task_id, func.count())
         .where(
             XComModel.dag_id == dag_id,
-            XComModel.key == RUN_RECORD_KEY,
+            key_is(XComModel.key, RUN_RECORD_KEY),
             func.length(XComModel.task_id) <= RUN_ID_CHARS,
         )
         .group_by(XComModel.task_id)
@@ -87,7 +87,7 @@ def gated_task_ids(session: Session, dag_id: str) -> list[str]:
 
 def count_nights(session: Session, dag_id: str, task_id: str) -> int:
     query = select(func.count()).where(
-        XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == RUN_RECORD_KEY
+        XComModel.dag_id == dag_id, XComModel.task_id == task_id, key_is(XComModel.key, RUN_RECORD_KEY)
     )
     return int(session.scalar(query) or 0)
 
@@ -118,7 +118,7 @@ def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Sele
                 result.dag_run_id == started.dag_run_id,
                 result.task_id == started.task_id,
                 result.map_index == started.map_index,
-                result.key == RESULT_KEY,
+                key_is(result.key, RESULT_KEY),
             ),
         )
         .outerjoin(
@@ -130,7 +130,7 @@ def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Sele
                 TaskInstance.map_index == started.map_index,
             ),
         )
-        .where(started.dag_id == dag_id, started.task_id == task_id, started.key == RUN_RECORD_KEY)
+        .where(started.dag_id == dag_id, started.task_id == task_id, key_is(started.key, RUN_RECORD_KEY))
         .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
         .limit(limit)
         .offset(offset)
@@ -170,6 +170,17 @@ def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start : start + KEYS_PER_QUERY]
 
 
+def key_is(column: Any, key: str) -> ColumnElement[bool]:
+    """``column == key``, compared as an expression (``key || ''``) that no index serves, so that the
+    task's index (``idx_xcom_task_instance``) or the primary key leads. SQLite's planner has no
+    statistics (Airflow never runs ``ANALYZE``) and, given an equality on the indexed ``key``, picked
+    ``idx_xcom_key`` on one run in two: every run record (or every ``return_value``) of the deployment.
+    PostgreSQL and MySQL, with statistics, would not pick it; the expression costs them nothing, as
+    every query here narrows by DAG and task (or DAG run) first."""
+    same: ColumnElement[bool] = column.concat("") == key
+    return same
+
+
 def _of_task(model: Any, key: str, dag_id: str, task_id: str, runs: Sequence[int]) -> ColumnElement[bool]:
     """XCom rows ``key`` of ``dag_id.task_id`` on the DAG runs ``runs`` (row ids): by the DAG and task id
     first, so the plan reads ``idx_xcom_task_instance`` (or the primary key): the task's own rows,
@@ -177,7 +188,7 @@ def _of_task(model: Any, key: str, dag_id: str, task_id: str, runs: Sequence[int
     pick ``idx_xcom_key``). One ``IN`` list, not an ``OR`` per night: compiling 365 of those cost more
     than reading the values."""
     return and_(
-        model.dag_id == dag_id, model.task_id == task_id, model.dag_run_id.in_(runs), model.key == key
+        model.dag_id == dag_id, model.task_id == task_id, model.dag_run_id.in_(runs), key_is(model.key, key)
     )
 
 

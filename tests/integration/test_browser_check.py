@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.browser_check import CHROMIUM, SKIPPED
+from devtools.browser_check import CHROMIUM, P95, SKIPPED
 from tests.system_installs import NO_SYSTEM_INSTALLS, skip_or_fail, system_installs_refused
 
 pytestmark = pytest.mark.integration
@@ -47,10 +47,12 @@ def test_connection_form_report_link_and_load_tests_view_in_a_real_browser(tmp_p
         "connection-form.png",
         "load-tests-task.png",
         "load-tests-overview.png",
+        "load-tests-compare.png",
     }
     assert "the 'Load test report' link opened http://127.0.0.1:" in output
     assert "the failing night's point opened http://127.0.0.1:" in output
     assert "the overview listed loadtest_release_gate (pass) and its link opened http://127.0.0.1:" in output
+    assert f"the comparison set 2026-03-06 beside 2026-03-01: {P95}" in output
     assert (
         "the Load tests tab showed the 6 nights of loadtest_release_gate "
         "(noise, noise, suspected, regression, pass, pass)" in output

@@ -378,7 +378,8 @@ def test_per_transaction_rows_get_a_chart_per_transaction_and_metric_folded_unde
     )
     assert figures == [(P95, ""), (P95, "Checkout"), (avg, "Checkout"), (P95, "Home page")]
     folded = re.findall(r'<details class="transaction" data-transaction="([^"]+)">', html)
-    assert folded == ["Checkout", "Home page"]
+    assert folded == ["Home page"]  # Checkout fails tonight: its charts are open (issue 35)
+    assert re.findall(r'<details class="transaction" data-transaction="([^"]+)" open>', html) == ["Checkout"]
     checkout = html.split('data-transaction="Checkout">', 1)[1].split("</details>", 1)[0]
     assert checkout.count('class="mark ') == 3  # p95 on two nights, the average on one
     assert 'class="mark budget"' in checkout

@@ -125,6 +125,22 @@ def test_a_bad_nights_parameter_is_a_400(client: tuple[TestClient, list[str]]) -
     assert reads == []
 
 
+def test_a_bad_comparison_pick_is_said_on_the_page_and_an_overlong_one_is_a_400(
+    client: tuple[TestClient, list[str]],
+) -> None:
+    """Issue 35: ``?compare=`` and ``?with=`` name nights by a short key (``plugins.compare``); a pick that
+    names no night is said in the page (200, the rest of the page shown), never a 500."""
+    http, _ = client
+    for query in ("compare=nonsense", "with=2026-03-01.0123456789", "compare=&with="):
+        answer = http.get(f"/dags/{DAG}/tasks/{TASK}?{query}")
+        assert answer.status_code == 200 and SECRET in answer.text, query
+        assert 'id="compare"' in answer.text
+    said = http.get(f"/dags/{DAG}/tasks/{TASK}?compare=nonsense").text
+    assert "is not a night&#39;s key" in said
+    assert "Only one night of this task has gate rows" in http.get(f"/dags/{DAG}/tasks/{TASK}").text
+    assert http.get(f"/dags/{DAG}/tasks/{TASK}?compare={'x' * 65}").status_code == 400
+
+
 def test_static_files_by_name_only(client: tuple[TestClient, list[str]]) -> None:
     http, _ = client
     css = http.get("/static/view.css")
