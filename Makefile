@@ -156,7 +156,8 @@ demo: venv
 	$(BIN)/python -m devtools.demo
 
 # The last demo's Airflow with the "Load tests" view, signed in as admin, until Ctrl-C:
-# http://127.0.0.1:8080/loadtest/dags/loadtest_release_gate (DEMO_UI_PORT=8081 for another port).
+# http://127.0.0.1:8080/loadtest/ and http://127.0.0.1:8080/loadtest/dags/loadtest_release_gate
+# (DEMO_UI_PORT=8081 for another port).
 DEMO_UI_PORT ?= 8080
 demo-ui: venv
 	$(BIN)/python -m devtools.demo --serve --port $(DEMO_UI_PORT)

@@ -202,6 +202,7 @@ def how_to_see_the_view(home: Path, dag_ids: list[str], port: int = UI_PORT) -> 
         f"[demo] Airflow home kept in {home} (each make demo makes it anew).",
         "[demo] To see these nights in the Load tests view: run `make demo-ui` (until Ctrl-C), then open",
     ]
+    lines.append(f"[demo]   http://127.0.0.1:{port}/loadtest/ (every gated task at a glance)")
     lines += [f"[demo]   http://127.0.0.1:{port}/loadtest/dags/{dag_id}" for dag_id in dag_ids]
     if not dag_ids:
         lines.append(f"[demo]   http://127.0.0.1:{port}/loadtest/dags/<dag_id> (a DAG with a gated task)")
@@ -227,6 +228,7 @@ def serve(home: Path, port: int) -> int:
     try:
         with api_server(airflow, log, port=port) as url:
             print(f"[demo-ui] Airflow: {url} (signed in as admin)")
+            print(f"[demo-ui] Load tests, every gate at a glance: {url}/loadtest/")
             for dag_id in (GATE_DAG_ID, TRANSACTION_DAG_ID):
                 print(f"[demo-ui] Load tests view: {url}/loadtest/dags/{dag_id}")
             print("[demo-ui] Ctrl-C stops it")

@@ -11,6 +11,7 @@ import os
 import ssl
 import time
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from functools import cached_property
 from types import UnionType
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, TypeVar
@@ -540,7 +541,12 @@ class LoadTestHook(BaseHook):
         return self.settings.report_url(workspace_id, project_id, report_id)
 
     def test_connection(self) -> tuple[bool, str]:
-        """Airflow's "Test" button: is the service there, and does it accept the key?"""
+        """Airflow's "Test" button: is the service there, and does it accept the key?
+
+        The button tests the form under a random connection id of Airflow's own (its API server's
+        "transient" id), so a refused key's message says "the connection" (the one on the screen), not
+        that id."""
+        self.settings = replace(self.settings, conn_id=None)
         try:
             workspaces = self.call(endpoints.member_workspaces())
         except Exception as exc:

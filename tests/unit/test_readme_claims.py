@@ -89,13 +89,15 @@ def test_what_the_quickstart_says_the_example_does_is_its_defaults() -> None:
 
 def test_the_views_url_is_the_plugins_and_the_demo_uis() -> None:
     from airflow_provider_loadtest.plugins import URL_PREFIX
+    from devtools import demo
     from devtools.demo import DEMO_HOME, GATE_DAG_ID, UI_PORT
 
     assert f"`./{DEMO_HOME}/`" in README  # where make demo keeps the Airflow that make demo-ui serves
     assert f"`{URL_PREFIX}/dags/{{dag_id}}`" in README
-    assert f"http://127.0.0.1:{UI_PORT}{URL_PREFIX}/dags/{GATE_DAG_ID}" in README
+    assert f"http://127.0.0.1:{UI_PORT}{URL_PREFIX}/`" in README  # the overview, served by make demo-ui
+    assert f"http://127.0.0.1:{UI_PORT}{URL_PREFIX}/" in demo.how_to_see_the_view(ROOT, [GATE_DAG_ID])
     app = (ROOT / "airflow_provider_loadtest" / "plugins" / "app.py").read_text()
-    assert '@app.get("/dags/{dag_id}"' in app
+    assert '@app.get("/dags/{dag_id}"' in app and '@app.get("/", ' in app
 
 
 def test_the_commands_it_names_exist_and_ci_runs_make_test() -> None:
