@@ -40,20 +40,23 @@ COMPARE_ROWS = 50
 #: Nights whose values give a series' spread when the gate measured no noise for it (the gate's own
 #: default history window: ``HistorySettings.window``), and the fewest that say anything.
 SPREAD_NIGHTS, MIN_SPREAD_NIGHTS = 60, 4
-#: The longest pick a link may carry (a key is at most 10 + 1 + 10 + 1 + 6 characters: room to spare).
+#: The longest pick a link may carry (a key is at most 10 + 1 + 10 + 1 + 11 characters: room to spare).
 KEY_CHARS = 64
 #: 1.4826 x the median absolute deviation: a normal distribution's standard deviation.
 MAD_TO_SD = 1.4826
 
-_KEY = re.compile(r"\d{4}-\d{2}-\d{2}\.[0-9a-f]{10}(\.\d{1,6})?")
+#: A map index is a 32-bit integer (Airflow's column); -1 is "not mapped", another negative one only a
+#: direct database write stores, and its key must still tell it from the unmapped night of its run.
+_KEY = re.compile(r"\d{4}-\d{2}-\d{2}\.[0-9a-f]{10}(\.-?\d{1,10})?")
 #: Where the page's comparison is (the links jump to it).
 ANCHOR = "compare"
 
 
 def night_key(night: Night) -> str:
-    """A short, stable name for ``night`` in a link: ``2026-03-01.3f9a1c2e7b`` (``.2`` for map index 2)."""
+    """A short, stable name for ``night`` in a link: ``2026-03-01.3f9a1c2e7b`` (``.2`` for map index 2, and
+    any index but -1, the unmapped one, is written)."""
     digest = hashlib.sha256(night.run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{night.day}.{digest}" + (f".{night.map_index}" if night.map_index >= 0 else "")
+    return f"{night.day}.{digest}" + (f".{night.map_index}" if night.map_index != -1 else "")
 
 
 def compare_href(page: str, night: str | None, reference: str | None) -> str:

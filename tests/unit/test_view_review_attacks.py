@@ -1,0 +1,434 @@
+"""An adversarial review of issue 35's view (the overview, the bounded tab, the two-night comparison),
+against a real SQLite database with Airflow's own tables: each test here is one attack, written as the
+promise it breaks. Those marked ``xfail(strict=True)`` are breaks found and not fixed yet (the reason
+says what breaks and the suggested fix); they turn into failures the day the code keeps the promise, so
+the mark must go then.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from airflow_provider_loadtest.plugins import app as view_app
+from airflow_provider_loadtest.plugins import overview as ov
+from airflow_provider_loadtest.plugins import store
+from airflow_provider_loadtest.plugins.bounds import RUN_ID_CHARS
+from airflow_provider_loadtest.plugins.decoded import CACHED_BYTES, RESULTS, size_of
+from airflow_provider_loadtest.plugins.history import build
+from airflow_provider_loadtest.plugins.page import task_view
+from tests.unit import view_db
+
+DAG = "review_dag"
+P95 = "RESPONSE_TIME_PERCENTILE_95"
+START = datetime(2026, 5, 1, 2, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    made = view_db.engine_at(tmp_path / "airflow.db")
+    RESULTS.clear()
+    yield made
+    RESULTS.clear()
+    made.dispose()
+
+
+def gate_value(status: str = "pass", rows: int = 1, value: float = 400.0) -> dict[str, Any]:
+    passed = status not in ("regression", "budget", "not_measured")
+    gate = [
+        {"metric": P95, "value": value, "passed": passed, "status": status}
+        | {"transaction": f"T{i}" if i else ""}
+        for i in range(rows)
+    ]
+    return {"bench_result_id": "br", "state": "FINISHED", "gate": gate}
+
+
+def deployment(
+    engine: Engine,
+    nights: dict[tuple[str, int, int], dict[str, Any] | None],
+    *,
+    run_id: Any = lambda night: f"scheduled__{night:04d}",
+) -> None:
+    """One DAG (``DAG``, known to Airflow: a row in ``dag``) whose nights are ``nights``: (task, night,
+    map index) -> its ``return_value`` (None: only the run record, the task still running)."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+
+    with Session(engine) as session, session.begin():
+        session.execute(DagBundleModel.__table__.insert(), [{"name": "tests"}])
+        dag = {"dag_id": DAG, "bundle_name": "tests", "max_active_tasks": 16, "owners": "airflow"}
+        dag.update(max_consecutive_failed_dag_runs=0, has_task_concurrency_limits=False)
+        session.execute(DagModel.__table__.insert(), [dag])
+        days = sorted({night for _, night, _ in nights})
+        runs = [
+            {
+                "dag_id": DAG,
+                "run_id": run_id(night),
+                "logical_date": START + timedelta(days=night),
+                "run_after": START + timedelta(days=night),
+                "run_type": "scheduled",
+                "state": "success",
+            }
+            for night in days
+        ]
+        session.execute(DagRun.__table__.insert(), runs)
+        ids = dict(session.execute(select(DagRun.run_id, DagRun.id).where(DagRun.dag_id == DAG)).all())
+        tis, xcoms = [], []
+        for (task, night, index), value in nights.items():
+            rid = run_id(night)
+            state = "running" if value is None else "success"
+            tis.append(
+                {"dag_id": DAG, "task_id": task, "run_id": rid, "map_index": index, "state": state}
+                | {"try_number": 1, "pool": "default_pool", "pool_slots": 1}
+            )
+            row = {"dag_run_id": ids[rid], "task_id": task, "map_index": index, "dag_id": DAG, "run_id": rid}
+            row["timestamp"] = START
+            record = {"bench_result_id": "br", "scenario_id": "s"}
+            xcoms.append(row | {"key": "loadtest_run", "value": record})
+            if value is not None:
+                xcoms.append(row | {"key": "return_value", "value": value})
+        session.execute(TaskInstance.__table__.insert(), tis)
+        session.execute(XComModel.__table__.insert(), xcoms)
+
+
+def overview_of(engine: Engine) -> ov.Overview:
+    with view_db.session_on(engine) as session:
+        found = ov.gated_nights(session, {DAG})
+        return ov.build(
+            found,
+            ov.dag_facts(session, {DAG}),
+            lambda keys: ov.results(session, keys),
+            base="/af",
+            root="/af/loadtest/",
+        )
+
+
+def tab_of(engine: Engine, task: str, nights: int = 90) -> Any:
+    """The DAG tab's view of ``task`` as ``app.task_views`` makes it (its reads, its history, its view)."""
+    with view_db.session_on(engine) as session:
+        read = store.nights(session, DAG, task, nights)
+        total = store.count_nights(session, DAG, task)
+    return task_view(build(DAG, task, read, total), "/af")
+
+
+# --- correctness: the overview says what the tab says -----------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: a mapped task's newest night is its map index 0 on the overview (sorted by -map_index) "
+    "and its highest map index on the tab (history.build sorts (at, map_index) reversed): one instance "
+    "failing shows 'pass' on one of them, and the overview sorts a failing gate last. Fix: one rule for "
+    "both (the night's worst verdict over its map indexes, or the same order in overview.build and "
+    "history.build).",
+)
+@pytest.mark.parametrize("failing_index", [0, 2])
+def test_a_mapped_nights_verdict_is_the_same_on_the_overview_and_the_tab(
+    engine: Engine, failing_index: int
+) -> None:
+    nights: dict[tuple[str, int, int], dict[str, Any] | None] = {
+        ("mapped", night, index): gate_value() for night in range(3) for index in range(3)
+    }
+    nights[("mapped", 2, failing_index)] = gate_value("regression")
+    deployment(engine, nights)
+    line = overview_of(engine).lines[0]
+    tab = tab_of(engine, "mapped")
+    assert (line.verdict, tab.latest_verdict) == ("fail", "fail")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: the overview keys its decoded results by the task instance's try, the tab by the XCom "
+    "row's timestamp; a return_value rewritten in the same try (Airflow's PATCH xcomEntries endpoint: "
+    "XComModel.set deletes and inserts the row) shows on the tab and never on the overview (stale until "
+    "evicted). Fix: key the overview's results by the result row's timestamp as store.nights does.",
+)
+def test_a_result_rewritten_in_the_same_try_shows_on_the_overview_as_on_the_tab(engine: Engine) -> None:
+    from airflow.models.xcom import XComModel
+
+    deployment(engine, {("gated", night, -1): gate_value() for night in range(3)})
+    assert overview_of(engine).lines[0].verdict == "pass"
+    assert tab_of(engine, "gated").latest_verdict == "pass"
+    with Session(engine) as session, session.begin():  # as XComModel.set does it: a new row, a new timestamp
+        newest = session.scalar(select(func_max_run()))
+        session.execute(
+            XComModel.__table__.update()
+            .where(XComModel.dag_run_id == newest, XComModel.key == "return_value")
+            .values(value=gate_value("regression"), timestamp=START + timedelta(days=30))
+        )
+    assert tab_of(engine, "gated").latest_verdict == "fail"  # the tab sees the new value
+    assert overview_of(engine).lines[0].verdict == "fail"
+
+
+def func_max_run() -> Any:
+    from airflow.models.dagrun import DagRun
+    from sqlalchemy import func
+
+    return func.max(DagRun.id)
+
+
+# --- bounds: what one view holds ------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: the overview reads every DAG run's run id whole (overview.newest_runs selects "
+    "DagRun.run_id unclipped; store clips it in SQL): 14 nights of 100 KB run ids are 1.4 MB per DAG per "
+    "view. Fix: func.substr(DagRun.run_id, 1, RUN_ID_CHARS + 1) in newest_runs, as store.nights_query.",
+)
+def test_the_overview_reads_run_ids_clipped_as_the_tab_does(engine: Engine) -> None:
+    deployment(
+        engine,
+        {("gated", night, -1): gate_value() for night in range(3)},
+        run_id=lambda night: f"{night:04d}" + "r" * 100_000,
+    )
+    with view_db.session_on(engine) as session:
+        found = ov.gated_nights(session, {DAG})
+        read = store.nights(session, DAG, "gated", 3)
+    assert max(len(n.run_id) for n in read) <= RUN_ID_CHARS
+    assert found and max(len(f.run_id) for f in found) <= RUN_ID_CHARS + 1
+
+
+class Live:
+    """How many of the results a decode made are alive at once, at most (finalizers count them out)."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+
+    def track(self, decoded: dict[Any, Any]) -> dict[Any, Any]:
+        for result in decoded.values():
+            self.now += 1
+            weakref.finalize(result, self._gone)
+        self.most = max(self.most, self.now)
+        return decoded
+
+    def _gone(self) -> None:
+        self.now -= 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: to sort its lines the overview decodes the newest night of every gated task the user "
+    "may read and holds all those results at once (overview.build's 'latest'), whatever the cache's byte "
+    "bound: a DAG of 10,000 gated tasks of 1,000 rows is 10 million rows decoded and held (about 6 GB by "
+    "decoded.size_of) per cold view. Fix: decode the newest nights in batches keeping only their verdicts "
+    "(or keep a small verdict per key beside the results), results only for the page's lines.",
+)
+def test_the_overview_holds_at_once_no_more_results_than_its_page_and_the_cache(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = ov.PAGE_LINES * 3
+    deployment(engine, {(f"gated_{t:04d}", 0, -1): gate_value(rows=2) for t in range(tasks)})
+    live, real = Live(), ov._decode
+    monkeypatch.setattr(ov, "_decode", lambda session, keys: live.track(real(session, keys)))
+    monkeypatch.setattr(RESULTS, "limit", 20 * size_of(view_db_result(rows=2)))
+    page = overview_of(engine)
+    assert len(page.lines) == ov.PAGE_LINES and page.total == tasks
+    # the page's lines (one night each here) and what the cache may keep, with room to spare
+    assert live.most <= ov.PAGE_LINES + 20 + 10
+
+
+def view_db_result(rows: int) -> Any:
+    from airflow_provider_loadtest.plugins.rows import RunResult
+
+    return RunResult.from_json(json.dumps(gate_value(rows=rows)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: a task's tab reads all its ?nights= nights (up to 2,000) in one go and holds every "
+    "decoded row of each (up to 1,000): 2,000 nights of 1,000 rows are 2 million rows, about 1.3 GB by "
+    "decoded.size_of, per view (x 2 slots), beyond the cache's 96 MB bound on the results kept. Fix: keep "
+    "per night only the rows a page shows (the drawn series, the columns, the failing rows, ROWS_KEPT) "
+    "once the night is read, or bound ?nights= by rows (nights x rows per night).",
+)
+def test_a_tabs_read_holds_no_more_than_the_caches_bytes(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nights = 160
+    deployment(engine, {("wide", night, -1): gate_value(rows=1000) for night in range(nights)})
+    monkeypatch.setattr(view_app, "reading", lambda: view_db.session_on(engine))
+    read = view_app._read_nights(DAG, "wide", 2000)
+    assert len(read) == nights
+    assert sum(size_of(n.result) for n in read) <= CACHED_BYTES
+
+
+# --- what held: hostile XCom against every answer ----------------------------------------------------------
+
+XSS = '</script><script>alert(1)</script>"><img src=x onerror=alert(1)>'
+HOSTILE_ROWS: list[Any] = [
+    {"metric": XSS, "transaction": XSS, "value": 1.0, "status": "regression", "passed": False, "note": XSS},
+    {"metric": P95, "value": "468", "noise": "5", "history_n": -3, "status": "pass"},
+    {"metric": P95, "transaction": "T", "value": 1e308, "noise": 1e-308, "centre": -1e308, "status": "weird"},
+    {"metric": "ERROR_RATE_PERCENT", "value": -1e308, "band_low": 1e308, "band_high": -1e308},
+    {"metric": P95, "transaction": "deep", "value": [[[[1]]]], "status": ["x"], "passed": "yes"},
+    ["not", "a", "row"],
+    {"metric": "", "value": 1},
+    {"metric": "x" * 1_000_000, "transaction": "y" * 600, "value": 2.0, "budget": "z" * 100_000},
+]
+HOSTILE_VALUES: list[str] = [
+    json.dumps({"gate": HOSTILE_ROWS, "report_url": "javascript:alert(1)", "bench_result_id": XSS}),
+    '{"gate": [{"metric": "P", "value": NaN, "noise": Infinity, "centre": -Infinity}], "state": NaN}',
+    '{"gate": [{"metric": "P", "value": 1e400, "noise": -1e400, "history_n": 1e400}]}',
+    '{"gate": [{"metric": "P", "value": ' + "9" * 5000 + "}]}",
+    json.dumps({"gate": {"metric": "P"}, "report_url": "https://x/\"'><script>", "night_effect": [1]}),
+    json.dumps({"gate": [], "night_effect": {"shift_sd": "1", "status": ["regression"], "series": -1}}),
+    json.dumps({"gate": [], "night_effect": {"shift_sd": 1e308, "status": "regression", "series": 10**30}}),
+    json.dumps(json.dumps({"gate": view_db.gate(2)})),  # a JSON string holding the JSON
+    "[" * 5000 + "]" * 5000,
+    '{"gate": ' + "[" * 1000 + "]" * 1000 + "}",
+    "not json at all",
+    "null",
+    "12",
+    json.dumps({"gate": [{"metric": P95, "value": 1.0, "note": "n" * 3_000_000}] * 3}),
+    json.dumps({"gate": [{"metric": f"M{i}", "value": i, "status": "regression"} for i in range(3000)]}),
+]
+
+
+def hostile_deployment(engine: Engine) -> None:
+    """``DAG``'s task "hostile": one night per hostile value (written as its text, as a direct database
+    write stores it), a night whose DAG run has no logical date, and odd map indexes."""
+    from airflow.models.dagrun import DagRun
+
+    nights: dict[tuple[str, int, int], dict[str, Any] | None] = {
+        ("hostile", night, -1): gate_value() for night in range(len(HOSTILE_VALUES))
+    }
+    nights[("hostile", 40, -5)] = gate_value("regression")
+    nights[("hostile", 40, 10**7)] = gate_value("suspected")
+    nights[("hostile", 41, -1)] = None  # still running
+    deployment(engine, nights, run_id=lambda night: f"{XSS}__{night:04d}")
+    with Session(engine) as session, session.begin():
+        ids = dict(session.execute(select(DagRun.run_id, DagRun.id)).all())
+        for night, text in enumerate(HOSTILE_VALUES):
+            session.connection().exec_driver_sql(
+                "UPDATE xcom SET value = ? WHERE dag_run_id = ? AND key = 'return_value'",
+                (text, ids[f"{XSS}__{night:04d}"]),
+            )
+        session.connection().exec_driver_sql(
+            "UPDATE dag_run SET logical_date = NULL WHERE id = ?", (ids[f"{XSS}__0040"],)
+        )
+
+
+@pytest.fixture
+def client(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The view's app reading ``engine``, every access allowed (the checks are attacked elsewhere)."""
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi import Depends
+    from fastapi.testclient import TestClient
+
+    from airflow_provider_loadtest.plugins import overview_page
+
+    class Everyone:
+        def get_authorized_dag_ids(self, *, user: Any, method: str = "GET", session: Any = None) -> set[str]:
+            return {DAG}
+
+        def is_authorized_dag(self, **_: Any) -> bool:
+            return True
+
+    monkeypatch.setattr(view_app, "_access_dependencies", lambda: [Depends(lambda: None)])
+    monkeypatch.setattr(view_app, "reading", lambda: view_db.session_on(engine))
+    monkeypatch.setattr(overview_page, "auth_manager", Everyone)
+    app = view_app.create_app()
+    app.dependency_overrides[get_user] = object
+    with TestClient(app, raise_server_exceptions=False) as opened:
+        yield opened
+
+
+def test_hostile_values_give_bounded_escaped_pages_and_json_never_a_500(client: Any, engine: Engine) -> None:
+    from airflow_provider_loadtest.plugins.bounds import PAGE_BYTES
+    from airflow_provider_loadtest.plugins.compare import night_key
+
+    hostile_deployment(engine)
+    with view_db.session_on(engine) as session:
+        keys = [night_key(n) for n in store.nights(session, DAG, "hostile", 100)]
+    task = f"/dags/{DAG}/tasks/hostile"
+    paths = ["/", f"/dags/{DAG}", task, f"{task}?nights=2000", f"{task}?transaction=T"]
+    paths += [f"{task}?compare={a}&with={b}" for a in keys[:6] for b in keys[-6:]]
+    paths += [f"{task}?compare=2026-05-01.{'0' * 10}", f"{task}?with=%3Cscript%3E"]
+    for path in paths:
+        answer = client.get(path)
+        assert answer.status_code == 200, path
+        assert len(answer.content) < PAGE_BYTES + 64 * 1024, path
+        for raw in ("<script>alert", "<img src=x", "javascript:alert", "'><script>"):
+            assert raw not in answer.text, (path, raw)
+    offset, seen = 0, 0
+    while True:
+        answer = client.get(f"/api/dags/{DAG}/tasks/hostile?nights=7&offset={offset}")
+        assert answer.status_code == 200, offset
+        body = answer.json()
+        seen += len(body["nights"])
+        if not body["next"]:
+            break
+        offset = int(body["next"].rsplit("=", 1)[1])
+    assert seen == body["total"] == len(keys)
+
+
+# --- PostgreSQL: the overview reads values as the driver decodes them ------------------------------------
+
+
+class Recorded:
+    """A session that records the statements it is given and finds nothing."""
+
+    def __init__(self) -> None:
+        self.statements: list[Any] = []
+
+    def execute(self, statement: Any) -> list[Any]:
+        self.statements.append(statement)
+        return []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: overview._decode selects type_coerce(xcom.value, Text), which emits no CAST: on "
+    "PostgreSQL psycopg2 decodes the JSONB itself (no depth limit: a value 1,000 deep raises RecursionError "
+    "in the driver, a 500 for every viewer of the overview), the 25 MB note arrives whole, and the result "
+    "is made by from_xcom with text_chars=0, so decoded.size_of counts none of its texts. store reads "
+    "CAST(value AS TEXT) for exactly this. Fix: select store._text(XComModel.value) in overview._decode.",
+)
+def test_the_overview_reads_values_as_text_on_postgresql_as_the_tab_does() -> None:
+    from sqlalchemy.dialects import postgresql
+
+    recorded = Recorded()
+    ov._decode(recorded, [(1, "task", -1, ("try", 1))])  # type: ignore[arg-type]
+    tab = str(store.results_query(DAG, "task", [1]).compile(dialect=postgresql.dialect()))
+    assert "CAST(xcom.value AS TEXT)" in tab  # the tab's own read, for contrast
+    (statement,) = recorded.statements
+    assert "CAST(xcom.value AS TEXT)" in str(statement.compile(dialect=postgresql.dialect()))
+
+
+# --- the comparison's picks --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("map_index", [10**7, 2**31 - 1, -5])
+def test_every_nights_own_compare_link_picks_that_night(map_index: int) -> None:
+    """Before: a map index of 7 digits made a key the pick refused ("not a night's key"), and a negative
+    one other than -1 (a direct database write) the very key of the unmapped night of the same run."""
+    from airflow_provider_loadtest.plugins import compare as cmp
+    from airflow_provider_loadtest.plugins.history import Night
+    from airflow_provider_loadtest.plugins.rows import RunResult
+
+    def night(day: int, index: int, value: float) -> Night:
+        at = START + timedelta(days=day)
+        result = RunResult.from_json(json.dumps(gate_value(value=value)))
+        return Night("scheduled__same", index, at, at, "success", result)
+
+    odd, plain, older = night(2, map_index, 500.0), night(2, -1, 450.0), night(1, -1, 400.0)
+    history = build(DAG, "mapped", [odd, plain, older])
+    assert len({cmp.night_key(n) for n in history.nights}) == 3
+    for picked in (odd, plain):
+        key = cmp.night_key(picked)
+        assert len(key) <= cmp.KEY_CHARS
+        compared = cmp.compare(history, key, cmp.night_key(older))
+        assert not compared.message and compared.night is picked, compared.message
