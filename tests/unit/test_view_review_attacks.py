@@ -630,3 +630,42 @@ def team_details(team: str | None) -> Any:
     from airflow.api_fastapi.auth.managers.models.resource_details import DagDetails
 
     return DagDetails(id=DAG, team_name=team)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: the overview shows a task id as stored (a direct write on SQLite stores 1 MB: the tab's "
+    "store.tasks_query leaves out ids longer than Airflow allows, the overview's gated_nights does not): "
+    "each such line is its id three times (text, data-task-id, the link percent-encoded), 5 MB a line, "
+    "a page past PAGE_BYTES. Fix: the same length filter in gated_nights (func.length(task_id) <= 250).",
+)
+def test_the_overview_leaves_out_task_ids_airflow_cannot_have_as_the_tab_does(
+    client: Any, engine: Engine
+) -> None:
+    from airflow_provider_loadtest.plugins.bounds import PAGE_BYTES
+
+    deployment(engine, {(f"{t}" + "é" * 1_000_000, 0, -1): gate_value("regression") for t in range(3)})
+    with view_db.session_on(engine) as session:
+        assert store.gated_tasks(session, DAG) == {}  # the tab shows none of them
+    answer = client.get("/")
+    assert answer.status_code == 200
+    assert len(answer.content) <= PAGE_BYTES
+
+
+def test_a_page_of_wide_characters_stays_within_its_bytes(client: Any, engine: Engine) -> None:
+    """Before: the page's budget counted characters, not bytes: 2,000 nights whose failing rows name
+    4-byte characters were a 20.9 MB page (6.46 million characters) against ``PAGE_BYTES`` (6 MiB)."""
+    from airflow_provider_loadtest.plugins.bounds import PAGE_BYTES
+
+    wide = "😀" * 1000
+    rows = [
+        {"metric": f"M{i}{wide}", "transaction": wide, "reason": wide}
+        | {"value": 1.0, "status": "regression", "passed": False}
+        for i in range(9)
+    ]
+    deployment(engine, {("wide", night, -1): {"gate": rows} for night in range(800)})
+    answer = client.get(f"/dags/{DAG}/tasks/wide?nights=2000")
+    assert answer.status_code == 200 and "size limit" in answer.text
+    # the budget is asked before each part (a chart, a table row): one part may pass it (here a chart of
+    # 800 nights with their names, about 0.5 MB)
+    assert len(answer.content) <= PAGE_BYTES + 2**20
