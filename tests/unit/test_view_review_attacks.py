@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import select
@@ -301,6 +302,7 @@ HOSTILE_VALUES: list[str] = [
 def hostile_deployment(engine: Engine) -> None:
     """``DAG``'s task "hostile": one night per hostile value (written as its text, as a direct database
     write stores it), a night whose DAG run has no logical date, and odd map indexes."""
+    from airflow.models.dag import DagModel, DagTag
     from airflow.models.dagrun import DagRun
 
     nights: dict[tuple[str, int, int], dict[str, Any] | None] = {
@@ -326,6 +328,11 @@ def hostile_deployment(engine: Engine) -> None:
         session.connection().exec_driver_sql(
             "UPDATE dag_run SET logical_date = NULL WHERE id = ?", (ids[f"{XSS}__0040"],)
         )
+        # the DAG's tags and owners, as only a direct write stores them: 10,000 tags, 1 MB of owners
+        tags = [XSS, "x" * 1_000_000, *(f"tag{i}" for i in range(10_000))]
+        session.execute(DagTag.__table__.insert(), [{"dag_id": DAG, "name": tag} for tag in tags])
+        owners = ",".join([XSS, *(f"owner{i}" for i in range(100_000))])
+        session.execute(DagModel.__table__.update().where(DagModel.dag_id == DAG).values(owners=owners))
 
 
 @pytest.fixture
@@ -362,6 +369,7 @@ def test_hostile_values_give_bounded_escaped_pages_and_json_never_a_500(client: 
         keys = [night_key(n) for n in store.nights(session, DAG, "hostile", 100)]
     task = f"/dags/{DAG}/tasks/hostile"
     paths = ["/", f"/dags/{DAG}", task, f"{task}?nights=2000", f"{task}?transaction=T"]
+    paths += ["/?tag=tag9999", "/?owner=owner99999", f"/?tag={quote(XSS)}&owner={quote(XSS)}"]
     paths += [f"{task}?compare={a}&with={b}" for a in keys[:6] for b in keys[-6:]]
     paths += [f"{task}?compare=2026-05-01.{'0' * 10}", f"{task}?with=%3Cscript%3E"]
     for path in paths:
