@@ -18,7 +18,7 @@ task is mapped. Keys are looked up among the nights the page read (``?nights=``)
 on the page, never a 500. Defaults: the newest night with gate rows, beside the last earlier night on
 which a person accepted a change (the new normal's first night), else the night at the centre of the
 gate's history window (half the history's nights back, ``history_n`` in the newest night's rows), else the
-night before.
+night before; on a mapped task, nights of the same map index only (its instances are other scenarios).
 """
 
 from __future__ import annotations
@@ -115,8 +115,10 @@ def comparable(night: Night) -> bool:
 
 def default_reference(candidates: Sequence[Night], night: Night) -> tuple[Night | None, str]:
     """The night to set beside ``night`` by default (``candidates``: comparable nights, newest first), and
-    why it was chosen: the last accepted night before it, else the centre of the gate's history window."""
-    earlier = [n for n in candidates if n is not night and (n.at, n.map_index) < (night.at, night.map_index)]
+    why it was chosen: the last accepted night before it, else the centre of the gate's history window. Only
+    nights of its own map index count: a mapped task's instances are other scenarios (``.expand()``), not
+    earlier nights of this one."""
+    earlier = [n for n in candidates if n.map_index == night.map_index and n.at < night.at]
     if not earlier:
         return None, ""
     accepted = next((n for n in earlier if n.result.accepted), None)
@@ -179,7 +181,8 @@ def compare(
             )
     if reference is night:
         return Comparison(message="Pick two different nights: these links name the same night twice.")
-    lines, more = _lines(night, reference, candidates[:SPREAD_NIGHTS])
+    own = [n for n in candidates if n.map_index == night.map_index]  # a mapped task's own scenario
+    lines, more = _lines(night, reference, own[:SPREAD_NIGHTS])
     return Comparison(night, reference, night_key(night), night_key(reference), lines, more, "", why)
 
 

@@ -677,3 +677,77 @@ def test_a_page_of_wide_characters_stays_within_its_bytes(client: Any, engine: E
     # the budget is asked before each part (a chart, a table row): one part may pass it (here a chart of
     # 800 nights with their names, about 0.5 MB)
     assert len(answer.content) <= PAGE_BYTES + 2**20
+
+
+# --- what held: the overview's night is the tab's, dated or not, two a day, retried ----------------------
+
+
+@pytest.mark.parametrize("newest", ["running", "regression", "pass"])
+def test_the_overviews_newest_night_is_the_tabs_without_logical_dates_two_a_day_and_retried(
+    engine: Engine, newest: str
+) -> None:
+    from airflow.models.dagrun import DagRun
+
+    nights: dict[tuple[str, int, int], dict[str, Any] | None] = {
+        ("gated", night, -1): gate_value() for night in range(6)
+    }
+    nights[("gated", 6, -1)] = gate_value("regression")  # undated, earlier that day
+    nights[("gated", 7, -1)] = None if newest == "running" else gate_value(newest)  # that day, later
+    deployment(engine, nights)
+    with Session(engine) as session, session.begin():
+        ids = dict(session.execute(select(DagRun.run_id, DagRun.id)).all())
+        day = START + timedelta(days=6)
+        session.execute(
+            DagRun.__table__.update()
+            .where(DagRun.id == ids["scheduled__0006"])
+            .values(logical_date=None, run_after=day + timedelta(hours=1))
+        )
+        session.execute(
+            DagRun.__table__.update()
+            .where(DagRun.id == ids["scheduled__0007"])
+            .values(logical_date=day + timedelta(hours=5), run_after=day + timedelta(hours=5))
+        )
+        session.connection().exec_driver_sql("UPDATE task_instance SET try_number = 2")  # retried
+    line = overview_of(engine).lines[0]
+    tab = tab_of(engine, "gated")
+    assert (
+        line.verdict
+        == tab.latest_verdict
+        == ("running" if newest == "running" else newest.replace("regression", "fail"))
+    )
+    assert line.day == tab.rows[0].night.day == "2026-05-07"
+    assert line.nights == 8 and tab.shown == 8
+    assert [n.night.run_id for n in tab.rows[:2]] == ["scheduled__0007", "scheduled__0006"]
+
+
+# --- the comparison's defaults on a mapped task ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("history_n", [None, 20])
+def test_a_mapped_tasks_default_reference_is_an_earlier_night_of_the_same_map_index(
+    history_n: int | None,
+) -> None:
+    """Before: the default set the newest night of map index 2 beside map index 1 of the same DAG run (on
+    a task mapped over scenarios: another scenario), and "the centre of 20 nights" was 10 instances back."""
+    from airflow_provider_loadtest.plugins import compare as cmp
+    from airflow_provider_loadtest.plugins.history import Night
+    from airflow_provider_loadtest.plugins.rows import RunResult
+
+    def night(day: int, index: int) -> Night:
+        at = START + timedelta(days=day)
+        value = gate_value(value=100.0 * (index + 1) + day)
+        for row in value["gate"]:
+            row.update({} if history_n is None else {"history_n": history_n})
+        return Night(
+            f"scheduled__{day:04d}", index, at, at, "success", RunResult.from_json(json.dumps(value))
+        )
+
+    history = build(DAG, "mapped", [night(day, index) for day in range(30) for index in range(3)])
+    compared = cmp.compare(history)
+    assert compared.night is not None and compared.reference is not None, compared.message
+    assert compared.reference.map_index == compared.night.map_index
+    back = (compared.night.at - compared.reference.at).days
+    assert back == (1 if history_n is None else history_n // 2)
+    # the noise is the spread of its own scenario's nights (1 a night: about 11), not of all three (148)
+    (line,) = compared.lines
+    assert line.source == "spread" and float(line.noise) < 20, line.noise
