@@ -112,7 +112,7 @@ def render_parts(static: str, code: int, budget: PageBudget, **context: Any) -> 
     """The page in the pieces the template yields, each counted against ``budget`` as it comes: the
     charts and table rows are built as the template reaches them and stop once the page is full."""
     for part in _page().generate(static=static, version=__version__, status=code, budget=budget, **context):
-        budget.rendered += len(part)
+        budget.add(part)
         yield part
 
 

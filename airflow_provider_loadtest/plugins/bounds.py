@@ -71,6 +71,11 @@ class PageBudget:
             return True
         return False
 
+    def add(self, part: str) -> None:
+        """Count ``part`` as the bytes it is sent as (UTF-8): a character of a name may be 4 bytes, and a
+        page of them counted in characters was 3 times ``PAGE_BYTES``."""
+        self.rendered += len(part) if part.isascii() else len(part.encode("utf-8", "surrogatepass"))
+
     def stop(self) -> None:
         """Render no further part, and say the page was cut (the server was too busy to go on, ``slots``)."""
         self.rendered = max(self.rendered, self.limit)

@@ -18,7 +18,7 @@ task is mapped. Keys are looked up among the nights the page read (``?nights=``)
 on the page, never a 500. Defaults: the newest night with gate rows, beside the last earlier night on
 which a person accepted a change (the new normal's first night), else the night at the centre of the
 gate's history window (half the history's nights back, ``history_n`` in the newest night's rows), else the
-night before.
+night before; on a mapped task, nights of the same map index only (its instances are other scenarios).
 """
 
 from __future__ import annotations
@@ -40,20 +40,23 @@ COMPARE_ROWS = 50
 #: Nights whose values give a series' spread when the gate measured no noise for it (the gate's own
 #: default history window: ``HistorySettings.window``), and the fewest that say anything.
 SPREAD_NIGHTS, MIN_SPREAD_NIGHTS = 60, 4
-#: The longest pick a link may carry (a key is at most 10 + 1 + 10 + 1 + 6 characters: room to spare).
+#: The longest pick a link may carry (a key is at most 10 + 1 + 10 + 1 + 11 characters: room to spare).
 KEY_CHARS = 64
 #: 1.4826 x the median absolute deviation: a normal distribution's standard deviation.
 MAD_TO_SD = 1.4826
 
-_KEY = re.compile(r"\d{4}-\d{2}-\d{2}\.[0-9a-f]{10}(\.\d{1,6})?")
+#: A map index is a 32-bit integer (Airflow's column); -1 is "not mapped", another negative one only a
+#: direct database write stores, and its key must still tell it from the unmapped night of its run.
+_KEY = re.compile(r"\d{4}-\d{2}-\d{2}\.[0-9a-f]{10}(\.-?\d{1,10})?")
 #: Where the page's comparison is (the links jump to it).
 ANCHOR = "compare"
 
 
 def night_key(night: Night) -> str:
-    """A short, stable name for ``night`` in a link: ``2026-03-01.3f9a1c2e7b`` (``.2`` for map index 2)."""
+    """A short, stable name for ``night`` in a link: ``2026-03-01.3f9a1c2e7b`` (``.2`` for map index 2, and
+    any index but -1, the unmapped one, is written)."""
     digest = hashlib.sha256(night.run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{night.day}.{digest}" + (f".{night.map_index}" if night.map_index >= 0 else "")
+    return f"{night.day}.{digest}" + (f".{night.map_index}" if night.map_index != -1 else "")
 
 
 def compare_href(page: str, night: str | None, reference: str | None) -> str:
@@ -112,8 +115,10 @@ def comparable(night: Night) -> bool:
 
 def default_reference(candidates: Sequence[Night], night: Night) -> tuple[Night | None, str]:
     """The night to set beside ``night`` by default (``candidates``: comparable nights, newest first), and
-    why it was chosen: the last accepted night before it, else the centre of the gate's history window."""
-    earlier = [n for n in candidates if n is not night and (n.at, n.map_index) < (night.at, night.map_index)]
+    why it was chosen: the last accepted night before it, else the centre of the gate's history window. Only
+    nights of its own map index count: a mapped task's instances are other scenarios (``.expand()``), not
+    earlier nights of this one."""
+    earlier = [n for n in candidates if n.map_index == night.map_index and n.at < night.at]
     if not earlier:
         return None, ""
     accepted = next((n for n in earlier if n.result.accepted), None)
@@ -176,7 +181,8 @@ def compare(
             )
     if reference is night:
         return Comparison(message="Pick two different nights: these links name the same night twice.")
-    lines, more = _lines(night, reference, candidates[:SPREAD_NIGHTS])
+    own = [n for n in candidates if n.map_index == night.map_index]  # a mapped task's own scenario
+    lines, more = _lines(night, reference, own[:SPREAD_NIGHTS])
     return Comparison(night, reference, night_key(night), night_key(reference), lines, more, "", why)
 
 

@@ -66,7 +66,7 @@ def render_parts(static: str, model: Overview, budget: PageBudget) -> Iterator[s
     for part in template.generate(
         static=static, version=__version__, overview=model, budget=budget, per_page=PAGE_LINES
     ):
-        budget.rendered += len(part)
+        budget.add(part)
         yield part
 
 
