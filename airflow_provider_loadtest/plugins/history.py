@@ -221,3 +221,26 @@ def view_task_url(base: str, dag_id: str, task_id: str) -> str:
     from airflow_provider_loadtest.plugins import URL_PREFIX
 
     return f"{base}{URL_PREFIX}/dags/{_segment(dag_id)}/tasks/{_segment(task_id)}"
+
+
+#: Verdicts from the worst: what a night of several task instances (a mapped task) says as a whole.
+WORST_FIRST = (
+    Verdict.FAIL,
+    Verdict.RUN_FAILED,
+    Verdict.SUSPECTED,
+    Verdict.RUNNING,
+    Verdict.NO_VERDICT,
+    Verdict.PASS,
+    Verdict.NO_GATE,
+)
+_SEVERITY = {verdict: rank for rank, verdict in enumerate(WORST_FIRST)}
+
+
+def newest_night(nights: Sequence[Night]) -> Night | None:
+    """The night that speaks for the newest DAG run of ``nights`` (newest first): of its task instances
+    (the map indexes of a mapped task), the one with the worst verdict, so that one failing instance
+    makes the night fail on the overview and on the tab alike, whichever map index it is."""
+    if not nights:
+        return None
+    newest = [n for n in nights if n.run_id == nights[0].run_id]
+    return min(newest, key=lambda n: _SEVERITY[n.verdict])

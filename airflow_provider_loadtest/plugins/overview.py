@@ -33,7 +33,7 @@ from markupsafe import Markup, escape
 
 from airflow_provider_loadtest.plugins.bounds import NAME_CHARS, clip
 from airflow_provider_loadtest.plugins.charts import in_range, line_path, number, unit_of
-from airflow_provider_loadtest.plugins.history import Night, Verdict, _segment, dag_url
+from airflow_provider_loadtest.plugins.history import Night, Verdict, _segment, dag_url, newest_night
 from airflow_provider_loadtest.plugins.rows import RunResult
 
 if TYPE_CHECKING:
@@ -80,8 +80,13 @@ def may_read_load_tests(manager: Any, user: Any, dag_ids: Iterable[str], session
     from airflow.models.dag import DagModel
 
     wanted = sorted(set(dag_ids))
-    teams_of = getattr(DagModel, "get_dag_id_to_team_name_mapping", None)  # Airflow 3.2+: multi-team
-    teams: dict[str, str | None] = dict(teams_of(wanted, session=session)) if teams_of and wanted else {}
+    teams_of = getattr(DagModel, "get_dag_id_to_team_name_mapping", None)  # Airflow 3.2+: one query
+    team_of = getattr(DagModel, "get_team_name", None)  # 3.1: per DAG, as its requires_access_dag asks
+    teams: dict[str, str | None] = {}
+    if teams_of and wanted:
+        teams = dict(teams_of(wanted, session=session))
+    elif team_of:
+        teams = {dag_id: team_of(dag_id, session=session) for dag_id in wanted}
     return {
         dag_id
         for dag_id in wanted
@@ -112,8 +117,9 @@ class Found(NamedTuple):
     run_after: datetime
     logical_date: datetime | None
     ti_state: str | None
-    #: None when the task left no ``return_value`` (yet); else what tells its value apart from a later
-    #: try's (the task instance's try: a new try clears the XCom it rewrites), for the cache's key.
+    #: None when the task left no ``return_value`` (yet); else its XCom row's timestamp, which tells a
+    #: value apart from any rewrite of it (a new try, or ``XComModel.set`` in the same try): the cache's
+    #: key, the same as the tab's (``store.nights``), so both share what they decoded.
     stamp: Any
 
     @property
@@ -122,7 +128,7 @@ class Found(NamedTuple):
 
     @property
     def key(self) -> tuple[int, str, int, Any]:
-        """The decoded cache's key: the XCom row (and its try, ``stamp``)."""
+        """The decoded cache's key: the XCom row and its timestamp (``stamp``)."""
         return (self.dag_run_id, self.task_id, self.map_index, self.stamp)
 
 
@@ -145,8 +151,10 @@ def newest_runs(session: Session, dag_ids: set[str], runs: int) -> list[Any]:
     window over every run of every DAG (a year of 100 DAGs is 36,500 runs: 0.1 s on SQLite)."""
     from airflow.models.dag import DagModel
     from airflow.models.dagrun import DagRun
-    from sqlalchemy import and_, or_, select
+    from sqlalchemy import and_, func, or_, select
     from sqlalchemy.orm import aliased
+
+    from airflow_provider_loadtest.plugins.bounds import RUN_ID_CHARS
 
     if not dag_ids:
         return []
@@ -162,7 +170,9 @@ def newest_runs(session: Session, dag_ids: set[str], runs: int) -> list[Any]:
     wanted = sorted(dag_ids)
     dates = list(session.execute(select(DagModel.dag_id, since).where(DagModel.dag_id.in_(wanted))))
     by_dag: dict[str, list[Any]] = {}
-    columns = (DagRun.id, DagRun.dag_id, DagRun.run_id, DagRun.run_after, DagRun.logical_date)
+    # Run ids as the tab reads them: at most one character past Airflow's length (then clipped).
+    run_id = func.substr(DagRun.run_id, 1, RUN_ID_CHARS + 1).label("run_id")
+    columns = (DagRun.id, DagRun.dag_id, run_id, DagRun.run_after, DagRun.logical_date)
     for start in range(0, len(dates), DAGS_PER_QUERY):
         chunk = dates[start : start + DAGS_PER_QUERY]
         every = [dag_id for dag_id, date in chunk if date is None]  # fewer dated runs than asked
@@ -193,11 +203,12 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
     from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
-    from sqlalchemy import and_, select
+    from sqlalchemy import and_, func, select
     from sqlalchemy.orm import aliased
 
     from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
-    from airflow_provider_loadtest.plugins.store import RESULT_KEY, key_is
+    from airflow_provider_loadtest.plugins.bounds import RUN_ID_CHARS
+    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _run_id, key_is
 
     dag_runs = {run.id: run for run in newest_runs(session, dag_ids, runs)}
     ids = sorted(dag_runs)
@@ -210,8 +221,7 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
                 started.task_id,
                 started.map_index,
                 TaskInstance.state,
-                TaskInstance.try_number,
-                result.dag_run_id,
+                result.timestamp,
             )
             .join(DagRun, DagRun.id == started.dag_run_id)
             .outerjoin(
@@ -235,21 +245,22 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
             .where(
                 started.dag_run_id.in_(ids[start : start + RUNS_PER_QUERY]),
                 key_is(started.key, RUN_RECORD_KEY),
+                func.length(started.task_id) <= RUN_ID_CHARS,  # as the tab: no id Airflow cannot have
             )
         )
-        for dag_run_id, task_id, map_index, state, try_number, has_result in session.execute(query):
+        for dag_run_id, task_id, map_index, state, stamp in session.execute(query):
             run = dag_runs[dag_run_id]
             found.append(
                 Found(
                     run.dag_id,
                     task_id,
                     dag_run_id,
-                    run.run_id,
+                    _run_id(run.run_id),
                     map_index,
                     run.run_after,
                     run.logical_date,
                     None if state is None else str(getattr(state, "value", state)),
-                    None if has_result is None else ("try", try_number),
+                    stamp,
                 )
             )
     return found
@@ -288,9 +299,9 @@ def results(session: Session, keys: Sequence[Hashable]) -> dict[Hashable, RunRes
 
 def _decode(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
     from airflow.models.xcom import XComModel
-    from sqlalchemy import Text, select, type_coerce
+    from sqlalchemy import select
 
-    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _result, key_is
+    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _result, _text, key_is
 
     wanted = {(run, task, index): key for key in keys for run, task, index, _ in [key]}
     runs = sorted({run for run, *_ in keys})
@@ -298,7 +309,7 @@ def _decode(session: Session, keys: list[Any]) -> dict[Any, RunResult]:
     decoded: dict[Any, RunResult] = {}
     for start in range(0, len(runs), RUNS_PER_QUERY):
         query = select(
-            XComModel.dag_run_id, XComModel.task_id, XComModel.map_index, type_coerce(XComModel.value, Text)
+            XComModel.dag_run_id, XComModel.task_id, XComModel.map_index, _text(XComModel.value)
         ).where(
             XComModel.dag_run_id.in_(runs[start : start + RUNS_PER_QUERY]),
             XComModel.task_id.in_(tasks),
@@ -418,8 +429,8 @@ def headline_metric(nights: Sequence[Night]) -> str | None:
 
 
 def line(dag_id: str, task_id: str, nights: Sequence[Night], base: str) -> Line:
-    """A task's line from its nights (newest first)."""
-    latest = nights[0]
+    """A task's line from its nights (newest first; the newest run's worst night speaks for it)."""
+    latest = newest_night(nights) or nights[0]
     verdict = latest.verdict
     rank = RANK[verdict]
     oldest_first = list(reversed(nights))
@@ -537,13 +548,18 @@ def build(
         return (tag is None or tag in tags) and (owner is None or owner in owners)
 
     tasks = {k: v for k, v in by_task.items() if keep(k[0])}
-    latest = decode([v[0].key for v in tasks.values() if v[0].stamp is not None])
+    newest_run = {k: [f for f in v if f.dag_run_id == v[0].dag_run_id] for k, v in tasks.items()}
+    latest = decode([f.key for v in newest_run.values() for f in v if f.stamp is not None])
 
     def as_night(f: Found, got: dict[Hashable, RunResult]) -> Night:
         result = got.get(f.key) if f.stamp is not None else None
         return Night(f.run_id, f.map_index, f.run_after, f.logical_date, f.ti_state, result or _NO_RESULT)
 
-    order = sorted(tasks, key=lambda k: (RANK[as_night(tasks[k][0], latest).verdict], k))
+    def rank(k: tuple[str, str]) -> int:
+        speaks = newest_night([as_night(f, latest) for f in newest_run[k]])
+        return RANK[speaks.verdict] if speaks else RANK[Verdict.NO_VERDICT]
+
+    order = sorted(tasks, key=lambda k: (rank(k), k))
     pages = max(1, math.ceil(len(order) / per_page))
     page = min(max(page, 1), pages)
     shown = order[(page - 1) * per_page : page * per_page]

@@ -36,6 +36,7 @@ from airflow_provider_loadtest.plugins.history import (
     TaskHistory,
     Verdict,
     flagged,
+    newest_night,
     run_url,
     task_instance_url,
     task_url,
@@ -295,7 +296,7 @@ def task_view(
                 **({} if comparison is None else _picking(comparison, night)),
             )
         )
-    latest = rows[0] if rows else None
+    latest = newest_night(history.nights)
     omitted, more = _omitted(history, metrics, base)
     effects = effect_series(history.nights) if history.transaction is None else None
     return TaskView(
@@ -307,8 +308,8 @@ def task_view(
         headers=tuple((clip(short_label(m), NAME_CHARS), clip(m, NAME_CHARS)) for m in metrics),
         rows=tuple(rows),
         task_page=task_url(base, dag_id, task_id),
-        latest_verdict=latest.verdict if latest else "",
-        latest_class=latest.verdict_class if latest else "neutral",
+        latest_verdict=latest.verdict.value if latest else "",
+        latest_class=_VERDICT_CLASS[latest.verdict] if latest else "neutral",
         omitted=tuple(omitted),
         more=tuple(more),
         transaction=history.transaction,

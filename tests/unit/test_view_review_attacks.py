@@ -128,14 +128,6 @@ def tab_of(engine: Engine, task: str, nights: int = 90) -> Any:
 # --- correctness: the overview says what the tab says -----------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a mapped task's newest night is its map index 0 on the overview (sorted by -map_index) "
-    "and its highest map index on the tab (history.build sorts (at, map_index) reversed): one instance "
-    "failing shows 'pass' on one of them, and the overview sorts a failing gate last. Fix: one rule for "
-    "both (the night's worst verdict over its map indexes, or the same order in overview.build and "
-    "history.build).",
-)
 @pytest.mark.parametrize("failing_index", [0, 2])
 def test_a_mapped_nights_verdict_is_the_same_on_the_overview_and_the_tab(
     engine: Engine, failing_index: int
@@ -150,13 +142,6 @@ def test_a_mapped_nights_verdict_is_the_same_on_the_overview_and_the_tab(
     assert (line.verdict, tab.latest_verdict) == ("fail", "fail")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the overview keys its decoded results by the task instance's try, the tab by the XCom "
-    "row's timestamp; a return_value rewritten in the same try (Airflow's PATCH xcomEntries endpoint: "
-    "XComModel.set deletes and inserts the row) shows on the tab and never on the overview (stale until "
-    "evicted). Fix: key the overview's results by the result row's timestamp as store.nights does.",
-)
 def test_a_result_rewritten_in_the_same_try_shows_on_the_overview_as_on_the_tab(engine: Engine) -> None:
     from airflow.models.xcom import XComModel
 
@@ -184,12 +169,6 @@ def func_max_run() -> Any:
 # --- bounds: what one view holds ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the overview reads every DAG run's run id whole (overview.newest_runs selects "
-    "DagRun.run_id unclipped; store clips it in SQL): 14 nights of 100 KB run ids are 1.4 MB per DAG per "
-    "view. Fix: func.substr(DagRun.run_id, 1, RUN_ID_CHARS + 1) in newest_runs, as store.nights_query.",
-)
 def test_the_overview_reads_run_ids_clipped_as_the_tab_does(engine: Engine) -> None:
     deployment(
         engine,
@@ -404,14 +383,6 @@ class Recorded:
         return []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: overview._decode selects type_coerce(xcom.value, Text), which emits no CAST: on "
-    "PostgreSQL psycopg2 decodes the JSONB itself (no depth limit: a value 1,000 deep raises RecursionError "
-    "in the driver, a 500 for every viewer of the overview), the 25 MB note arrives whole, and the result "
-    "is made by from_xcom with text_chars=0, so decoded.size_of counts none of its texts. store reads "
-    "CAST(value AS TEXT) for exactly this. Fix: select store._text(XComModel.value) in overview._decode.",
-)
 def test_the_overview_reads_values_as_text_on_postgresql_as_the_tab_does() -> None:
     from sqlalchemy.dialects import postgresql
 
@@ -612,14 +583,6 @@ class TeamManager:
         return details.team_name in (None, "team_b")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: on Airflow 3.1 (no DagModel.get_dag_id_to_team_name_mapping, added in 3.2) the "
-    "overview asks is_authorized_dag with team_name=None, while the tab's requires_access_dag passes "
-    "DagModel.get_team_name(dag_id) (in 3.1.0 too): a team-aware auth manager that treats a DAG of no "
-    "team as everyone's shows team A's gates to team B on the overview and refuses them on the tab. "
-    "Fix: on 3.1, ask DagModel.get_team_name per DAG (or read the bundle's team) as the tab does.",
-)
 def test_on_airflow_3_1_the_overview_asks_with_the_dags_team_as_the_tab_does(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -640,13 +603,6 @@ def team_details(team: str | None) -> Any:
     return DagDetails(id=DAG, team_name=team)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the overview shows a task id as stored (a direct write on SQLite stores 1 MB: the tab's "
-    "store.tasks_query leaves out ids longer than Airflow allows, the overview's gated_nights does not): "
-    "each such line is its id three times (text, data-task-id, the link percent-encoded), 5 MB a line, "
-    "a page past PAGE_BYTES. Fix: the same length filter in gated_nights (func.length(task_id) <= 250).",
-)
 def test_the_overview_leaves_out_task_ids_airflow_cannot_have_as_the_tab_does(
     client: Any, engine: Engine
 ) -> None:
