@@ -397,10 +397,20 @@ def _row_json(row: Row) -> dict[str, Any]:
     return data
 
 
-def night_json(night: Night, room: int) -> dict[str, Any]:
-    """A night as JSON, with at most ``room`` of its rows (the others counted in ``rows_left_out``)."""
+def night_json(night: Night, room: int, room_bytes: int | None = None) -> dict[str, Any]:
+    """A night as JSON, with at most ``room`` of its rows, and with ``room_bytes``, only the rows that
+    fit in about that many bytes (the others counted in ``rows_left_out``: a night of 1,000 rows of long
+    texts would be 30 MB)."""
     result = night.result
-    shown = [result.row(i) for i in range(min(max(room, 0), len(result.entries)))]
+    rows: list[dict[str, Any]] = []
+    used = 0
+    for i in range(min(max(room, 0), len(result.entries))):
+        row = _row_json(result.row(i))
+        if room_bytes is not None:
+            used += len(_encoded(row)) + 1
+            if used > room_bytes:
+                break
+        rows.append(row)
     return {
         "run_id": night.run_id,
         "map_index": night.map_index,
@@ -411,8 +421,8 @@ def night_json(night: Night, room: int) -> dict[str, Any]:
         "bench_result_id": result.bench_result_id,
         "report_url": result.report_url,
         "state": result.state,
-        "rows": [_row_json(row) for row in shown],
-        "rows_left_out": result.left_out + len(result.entries) - len(shown),
+        "rows": rows,
+        "rows_left_out": result.left_out + len(result.entries) - len(rows),
         "night_effect": None if result.night_effect is None else result.night_effect.to_xcom(),
     }
 
@@ -434,6 +444,10 @@ def history_json(history: TaskHistory) -> dict[str, Any]:
     }
 
 
+#: Room kept in a JSON answer for a night's own fields (run id, link, night effect), beside its rows.
+JSON_NIGHT_BYTES = 16 * 1024
+
+
 def _encoded(value: Any) -> bytes:
     """JSON as Starlette's ``JSONResponse`` writes it (no NaN: every number the view reads is finite)."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
@@ -441,8 +455,9 @@ def _encoded(value: Any) -> bytes:
 
 def json_answer(path: str, dag_id: str, task_id: str, total: int, limit: int, offset: int) -> bytes:
     """One page of a task's history as JSON: its nights from ``offset`` (newest first), at most ``limit``
-    of them, ``bounds.JSON_ROWS`` rows and about ``bounds.JSON_BYTES`` (a night is never split: the
-    first always shows). Read ``JSON_BATCH`` nights at a time, each in a short session, and no further
+    of them, ``bounds.JSON_ROWS`` rows and about ``bounds.JSON_BYTES`` (a night is never split across
+    answers: the first always shows, with as many of its rows as fit, the rest counted in
+    ``rows_left_out``). Read ``JSON_BATCH`` nights at a time, each in a short session, and no further
     than the answer has room for; ``next`` links the following page while nights remain."""
     room, size, parts = JSON_ROWS, 0, list[bytes]()
     end = min(offset + limit, total)
@@ -452,7 +467,10 @@ def json_answer(path: str, dag_id: str, task_id: str, total: int, limit: int, of
         if not batch:
             break
         for night in batch:
-            data = night_json(night, room)
+            # The first night always shows: its rows as many as fit beside its own bounded fields (ids, a
+            # link, a night effect). A later night shows whole, or opens the next answer.
+            first = max(JSON_BYTES - JSON_NIGHT_BYTES, JSON_BYTES // 2)
+            data = night_json(night, room, None if parts else first)
             encoded = _encoded(data)
             if parts and size + len(encoded) > JSON_BYTES:
                 size = JSON_BYTES  # full: this night opens the next page

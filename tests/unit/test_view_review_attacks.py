@@ -548,14 +548,6 @@ def test_a_slot_comes_back_when_a_piece_raises_or_the_viewer_leaves_at_any_point
 # --- the JSON answer's byte bound -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: the JSON answer's first night always shows whole, and a night is up to 1,000 rows of "
-    "six texts of DECODED_CHARS each (control characters written as 6-byte escapes): one night of "
-    "hostile rows is a 30 MB answer against JSON_BYTES (4 MiB), 'at most bounds.JSON_BYTES' in app's "
-    "docstring. Fix: clip the JSON's texts to TEXT_CHARS (or NAME_CHARS), or page within a night (rows "
-    "past the bytes left out and counted, as rows_left_out does).",
-)
 def test_one_json_answer_stays_within_its_bytes_whatever_one_night_holds(client: Any, engine: Engine) -> None:
     from airflow_provider_loadtest.plugins.bounds import DECODED_CHARS, JSON_BYTES
 
