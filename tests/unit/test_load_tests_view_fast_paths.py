@@ -70,3 +70,22 @@ def test_rows_made_at_once_are_the_gate_readers_rows() -> None:
     assert [vars(r).keys() - {"kind"} for r in made] == [vars(r).keys() - {"kind"} for r in expected]
     with pytest.raises(FrozenInstanceError):
         made[0].value = 1.0  # type: ignore[misc]
+
+
+def test_nights_listing_the_same_series_share_their_index_and_only_they() -> None:
+    def of(*transactions: str | None) -> RunResult:
+        return RunResult.from_json(json.dumps({"gate": [_row(transaction=t) for t in transactions]}))
+
+    first, same, swapped, other = (
+        of(None, "T1", "T2"),
+        of(None, "T1", "T2"),
+        of(None, "T2", "T1"),
+        of(None, "T1", "T3"),
+    )
+    assert same.by_series is first.by_series  # made once for a year of nights alike
+    for result, expected in (
+        (swapped, [None, "T2", "T1"]),
+        (other, [None, "T1", "T3"]),
+        (first, [None, "T1", "T2"]),
+    ):
+        assert result.by_series == {(P95, t): i for i, t in enumerate(expected)}
