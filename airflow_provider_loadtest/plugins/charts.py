@@ -321,7 +321,7 @@ def _tooltip(day: str, row: Row, unit: str) -> str:
     each part tested once, the numbers' texts cached by ``number``)."""
     value = row.value
     parts = [f"{day}: {number(value)} {unit}" if unit else f"{day}: {number(value)}", row.kind.label]
-    if value is not None and not -PLOT_RANGE <= value <= PLOT_RANGE:
+    if value is not None and not in_range(value):
         parts.append("out of the chart's range")
     if row.change_pct is not None:
         parts.append(f"{percent(row.change_pct)} vs {number(row.baseline)}")
