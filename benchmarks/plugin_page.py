@@ -35,8 +35,9 @@ breakdown of one task-tab answer (database, history and charts, template) follow
 The run fails (exit 1) when a figure that does not depend on the machine breaks its bound: a page
 larger than ``bounds.PAGE_BYTES`` (sizes are exact), a hostile page costing more than
 ``HOSTILE_VS_BASELINE`` times Airflow's own list of runs (before the bounds: 300x and more), or the gate
-of 201 series more than ``WIDE_VS_BASELINE`` times (about 6x is the 200 ms budget; 45x before): ratios
-in the same run, so a slow machine does not fail them. CI runs it in its smoke size (``make bench
+of 201 series more than ``WIDE_VS_BASELINE`` times (about 6x is the 200 ms budget; 45x before), or
+with none of its nights decoded more than ``WIDE_COLD_VS_BASELINE`` times: ratios in the same run, so a
+slow machine does not fail them. CI runs it in its smoke size (``make bench
 BENCH_ARGS=--smoke``).
 
 Then the attack of issue 35 (``benchmarks/view_attack.py``, in the same home, a real server): a DAG of
@@ -81,6 +82,10 @@ HOSTILE_ROWS = (20_000, 40_000)
 #: machine, so twice that is a regression, not noise.
 HOSTILE_VS_BASELINE = 30.0
 WIDE_VS_BASELINE = 12.0
+#: The gate of 201 series with none of its nights decoded (as after a restart): 11 to 14x before the
+#: fast paths over a night's rows, 9 to 11x with them (the 200 ms budget is about 7x, not met: decoding
+#: its 32 MB of JSON alone is 80 to 100 ms); twice that is a regression (45x when ``json`` decoded it).
+WIDE_COLD_VS_BASELINE = 20.0
 BASELINE = "baseline: Airflow's GET /api/v2/dags/~/dagRuns?limit=100"
 WIDE = f"ours: the task's tab of a gate of {WIDE_TRANSACTIONS + 1} series, {WIDE_NIGHTS} nights"
 WIDE_COLD = f"{WIDE}, none decoded yet"
@@ -389,7 +394,7 @@ def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
         f"a gate of {WIDE_TRANSACTIONS + 1} series over {WIDE_NIGHTS} nights: {wide:.1f} ms of CPU, "
         f"{wide_wall:.1f} ms wall, {cold:.1f} ms of CPU with none of its nights decoded yet "
         f"(budget < {BUDGET_MS:g} ms): "
-        f"{'met' if max(task, wide) < BUDGET_MS else 'NOT met'}; "
+        f"{'met' if max(task, wide, cold) < BUDGET_MS else 'NOT met'}; "
         f"{os.cpu_count()} CPU(s), load average {load:.1f} while measured."
     )
     hostile_figures = {
@@ -411,15 +416,20 @@ def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
         "breakdown_ms": result["breakdown"],
         "budget_ms": BUDGET_MS,
         "load_average": load,
-        "broken": broken_bounds(baseline, wide, sizes, hostile_figures),
+        "broken": broken_bounds(baseline, wide, sizes, hostile_figures, cold),
     }
 
 
 def broken_bounds(
-    baseline_ms: float, wide_ms: float, sizes: dict[str, int], hostile: dict[int, dict[str, float]]
+    baseline_ms: float,
+    wide_ms: float,
+    sizes: dict[str, int],
+    hostile: dict[int, dict[str, float]],
+    wide_cold_ms: float,
 ) -> list[str]:
     """The bounds this run broke among those that do not depend on the machine: every page's size
-    (exact), each hostile page's and the wide gate's CPU time in times the baseline's in the same run."""
+    (exact), each hostile page's and the wide gate's CPU time (warm and cold) in times the baseline's in
+    the same run."""
     from airflow_provider_loadtest.plugins.bounds import PAGE_BYTES
 
     broken = [
@@ -437,6 +447,11 @@ def broken_bounds(
         broken.append(
             f"the gate of {WIDE_TRANSACTIONS + 1} series: {wide_ms / baseline_ms:.1f}x the baseline's CPU "
             f"time (bound: {WIDE_VS_BASELINE:g}x)"
+        )
+    if wide_cold_ms > WIDE_COLD_VS_BASELINE * baseline_ms:
+        broken.append(
+            f"the gate of {WIDE_TRANSACTIONS + 1} series, none decoded: "
+            f"{wide_cold_ms / baseline_ms:.1f}x the baseline's CPU time (bound: {WIDE_COLD_VS_BASELINE:g}x)"
         )
     for line in broken:
         print(f"BOUND BROKEN: {line}")

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from markupsafe import Markup, escape
 
@@ -40,9 +41,9 @@ class Tick:
     anchor: str = "middle"
 
 
-@dataclass(frozen=True)
-class Mark:
-    """A night on the chart: where, how it went (``status``: a CSS class), its tooltip and link."""
+class Mark(NamedTuple):
+    """A night on the chart: where, how it went (``status``: a CSS class), its tooltip and link (a
+    tuple: a year of six charts makes 2,190 of them)."""
 
     x: float
     y: float
@@ -316,16 +317,19 @@ def _centre(row: Row | None) -> float | None:
 
 
 def _tooltip(day: str, row: Row, unit: str) -> str:
-    parts = [f"{day}: {number(row.value)}{(' ' + unit) if unit else ''}", row.kind.label]
-    if row.value is not None and not in_range(row.value):
+    """A mark's tooltip: the night's value and how the gate judged it (one per night of each chart:
+    each part tested once, the numbers' texts cached by ``number``)."""
+    value = row.value
+    parts = [f"{day}: {number(value)} {unit}" if unit else f"{day}: {number(value)}", row.kind.label]
+    if value is not None and not in_range(value):
         parts.append("out of the chart's range")
     if row.change_pct is not None:
         parts.append(f"{percent(row.change_pct)} vs {number(row.baseline)}")
-    if row.band is not None:
-        low, high = row.band
-        parts.append(f"noise band {number(low)} to {number(high)}")
-    if moved := movement(row):
-        parts.append(moved)
+    band = row.band
+    if band is not None:
+        parts.append(f"noise band {number(band[0])} to {number(band[1])}")
+    if row.own_sd is not None or row.night_sd is not None:
+        parts.append(movement(row))
     if row.reason:
         parts.append(clip(row.reason, TEXT_CHARS))
     if row.note:  # the gate's own words: suspected, a short history, an accepted change
