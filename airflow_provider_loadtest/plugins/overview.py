@@ -147,7 +147,9 @@ def newest_runs(session: Session, dag_ids: set[str], runs: int) -> list[Any]:
     Two queries, both served by ``dag_run``'s unique index on (DAG, logical date): each DAG's
     ``runs``-th newest logical date (a correlated subquery: one short walk of the index per DAG), then
     per DAG the runs from that date on, and those without a logical date that ran since. They hold the
-    newest ``runs`` by ``coalesce`` (a run older than that date has ``runs`` newer ones), kept here. No
+    newest ``runs`` by ``coalesce`` (a run older than that date has ``runs`` newer ones), kept here. A DAG
+    with fewer dated runs (manual and asset-triggered runs have none) is asked its newest ``runs`` by
+    ``coalesce`` in a query of its own, never all its runs. No
     window over every run of every DAG (a year of 100 DAGs is 36,500 runs: 0.1 s on SQLite)."""
     from airflow.models.dag import DagModel
     from airflow.models.dagrun import DagRun
@@ -186,8 +188,13 @@ def newest_runs(session: Session, dag_ids: set[str], runs: int) -> list[Any]:
             for dag_id, date in chunk
             if date is not None
         ]
-        for run in session.execute(select(*columns).where(or_(DagRun.dag_id.in_(every), *newer))):
-            by_dag.setdefault(run.dag_id, []).append(run)
+        if newer:
+            for run in session.execute(select(*columns).where(or_(*newer))):
+                by_dag.setdefault(run.dag_id, []).append(run)
+        for dag_id in every:  # few dated runs (manual or asset-triggered runs have none): its newest only
+            newest_first = func.coalesce(DagRun.logical_date, DagRun.run_after).desc()
+            query = select(*columns).where(DagRun.dag_id == dag_id).order_by(newest_first, DagRun.id.desc())
+            by_dag[dag_id] = list(session.execute(query.limit(runs)))
     newest: list[Any] = []
     for found in by_dag.values():
         found.sort(key=lambda r: (r.logical_date or r.run_after, r.id), reverse=True)

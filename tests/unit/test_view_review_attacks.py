@@ -493,15 +493,6 @@ class Counting:
         return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: overview.newest_runs reads every run of a DAG with fewer than SCANNED_RUNS dated runs "
-    "(its 'every' branch), and every undated run since the 14th newest dated one: in Airflow 3 manual and "
-    "asset-triggered runs have no logical date, so a DAG triggered by an asset nightly for a year is 365 "
-    "runs read (run ids whole) per DAG per view, the window the docstring says is avoided. Fix: for such "
-    "DAGs, the newest runs by coalesce(logical_date, run_after) through an ORDER BY ... LIMIT per DAG (or "
-    "an index on (dag_id, run_after)).",
-)
 def test_the_overview_reads_a_bounded_number_of_runs_of_a_dag_triggered_without_logical_dates(
     engine: Engine,
 ) -> None:
