@@ -132,6 +132,9 @@ class Found(NamedTuple):
         return (self.dag_run_id, self.task_id, self.map_index, self.stamp)
 
 
+#: Gated tasks whose newest results are decoded at once to sort the overview (only their ranks are kept).
+RANK_BATCH = 50
+
 #: DAG runs per query reading their XCom (bound parameters stay far below every database's limit).
 RUNS_PER_QUERY = 900
 
@@ -555,23 +558,28 @@ def build(
         return (tag is None or tag in tags) and (owner is None or owner in owners)
 
     tasks = {k: v for k, v in by_task.items() if keep(k[0])}
-    newest_run = {k: [f for f in v if f.dag_run_id == v[0].dag_run_id] for k, v in tasks.items()}
-    latest = decode([f.key for v in newest_run.values() for f in v if f.stamp is not None])
 
     def as_night(f: Found, got: dict[Hashable, RunResult]) -> Night:
         result = got.get(f.key) if f.stamp is not None else None
         return Night(f.run_id, f.map_index, f.run_after, f.logical_date, f.ti_state, result or _NO_RESULT)
 
-    def rank(k: tuple[str, str]) -> int:
-        speaks = newest_night([as_night(f, latest) for f in newest_run[k]])
-        return RANK[speaks.verdict] if speaks else RANK[Verdict.NO_VERDICT]
-
-    order = sorted(tasks, key=lambda k: (rank(k), k))
+    # To sort, each task's newest run (all its map indexes) speaks by its worst night: decoded a batch
+    # at a time and only its rank kept, so a view holds at most a batch of results beside the cache and
+    # the page's lines, however many gated tasks it sorts.
+    ranks: dict[tuple[str, str], int] = {}
+    newest_run = [(k, [f for f in v if f.dag_run_id == v[0].dag_run_id]) for k, v in tasks.items()]
+    for start in range(0, len(newest_run), RANK_BATCH):
+        batch = newest_run[start : start + RANK_BATCH]
+        got = decode([f.key for _, fs in batch for f in fs if f.stamp is not None])
+        for k, fs in batch:
+            speaks = newest_night([as_night(f, got) for f in fs])
+            ranks[k] = RANK[speaks.verdict] if speaks else RANK[Verdict.NO_VERDICT]
+        del got
+    order = sorted(tasks, key=lambda k: (ranks[k], k))
     pages = max(1, math.ceil(len(order) / per_page))
     page = min(max(page, 1), pages)
     shown = order[(page - 1) * per_page : page * per_page]
-    rest = decode([f.key for k in shown for f in tasks[k][1:] if f.stamp is not None])
-    got = {**latest, **rest}
+    got = decode([f.key for k in shown for f in tasks[k] if f.stamp is not None])
     lines = tuple(line(k[0], k[1], [as_night(f, got) for f in tasks[k]], base) for k in shown)
     all_tags = sorted({t for d, _ in by_task for t in facts.get(d, ((), ()))[0]})
     all_owners = sorted({o for d, _ in by_task for o in facts.get(d, ((), ()))[1]})

@@ -199,14 +199,6 @@ class Live:
         self.now -= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: to sort its lines the overview decodes the newest night of every gated task the user "
-    "may read and holds all those results at once (overview.build's 'latest'), whatever the cache's byte "
-    "bound: a DAG of 10,000 gated tasks of 1,000 rows is 10 million rows decoded and held (about 6 GB by "
-    "decoded.size_of) per cold view. Fix: decode the newest nights in batches keeping only their verdicts "
-    "(or keep a small verdict per key beside the results), results only for the page's lines.",
-)
 def test_the_overview_holds_at_once_no_more_results_than_its_page_and_the_cache(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
