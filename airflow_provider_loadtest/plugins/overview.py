@@ -210,53 +210,27 @@ def gated_nights(session: Session, dag_ids: set[str], runs: int = SCANNED_RUNS) 
     one query (``newest_runs``), then their run records, whether each left a result, and its task
     instance's state and try, in one query per ``RUNS_PER_QUERY`` runs. Of the XCom table only its
     primary key's columns are read (no row, no value)."""
-    from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
-    from sqlalchemy import and_, func, select
+    from sqlalchemy import func, select
     from sqlalchemy.orm import aliased
 
     from airflow_provider_loadtest.decisions.run_record import RUN_RECORD_KEY
     from airflow_provider_loadtest.plugins.bounds import RUN_ID_CHARS
-    from airflow_provider_loadtest.plugins.store import RESULT_KEY, _run_id, key_is
+    from airflow_provider_loadtest.plugins.store import _run_id, key_is, with_night
 
     dag_runs = {run.id: run for run in newest_runs(session, dag_ids, runs)}
     ids = sorted(dag_runs)
     started, result = aliased(XComModel), aliased(XComModel)
     found: list[Found] = []
     for start in range(0, len(ids), RUNS_PER_QUERY):
-        query = (
-            select(
-                started.dag_run_id,
-                started.task_id,
-                started.map_index,
-                TaskInstance.state,
-                result.timestamp,
-            )
-            .join(DagRun, DagRun.id == started.dag_run_id)
-            .outerjoin(
-                result,
-                and_(
-                    result.dag_run_id == started.dag_run_id,
-                    result.task_id == started.task_id,
-                    result.map_index == started.map_index,
-                    key_is(result.key, RESULT_KEY),
-                ),
-            )
-            .outerjoin(
-                TaskInstance,
-                and_(
-                    TaskInstance.dag_id == DagRun.dag_id,
-                    TaskInstance.run_id == DagRun.run_id,
-                    TaskInstance.task_id == started.task_id,
-                    TaskInstance.map_index == started.map_index,
-                ),
-            )
-            .where(
-                started.dag_run_id.in_(ids[start : start + RUNS_PER_QUERY]),
-                key_is(started.key, RUN_RECORD_KEY),
-                func.length(started.task_id) <= RUN_ID_CHARS,  # as the tab: no id Airflow cannot have
-            )
+        columns = select(
+            started.dag_run_id, started.task_id, started.map_index, TaskInstance.state, result.timestamp
+        )
+        query = with_night(columns, started, result).where(
+            started.dag_run_id.in_(ids[start : start + RUNS_PER_QUERY]),
+            key_is(started.key, RUN_RECORD_KEY),
+            func.length(started.task_id) <= RUN_ID_CHARS,  # as the tab: no id Airflow cannot have
         )
         for dag_run_id, task_id, map_index, state, stamp in session.execute(query):
             run = dag_runs[dag_run_id]

@@ -97,21 +97,12 @@ def _run_id(read: str) -> str:
     return clip(read, RUN_ID_CHARS)
 
 
-def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Select[Any]:
-    """A task's nights ``offset`` to ``offset + limit`` (newest first), without their values."""
-    started = aliased(XComModel)
-    result = aliased(XComModel)
+def with_night(query: Any, started: Any, result: Any) -> Any:
+    """``query`` over run records (``started``, an XCom alias) joined to their DAG run, and outer-joined
+    to their ``return_value`` (``result``, another alias; None while the task goes) and task instance:
+    what a night is, for the tab and the overview alike."""
     return (
-        select(
-            started.dag_run_id,
-            func.substr(started.run_id, 1, RUN_ID_CHARS + 1),
-            started.map_index,
-            result.timestamp,
-            DagRun.run_after,
-            DagRun.logical_date,
-            TaskInstance.state,
-        )
-        .join(DagRun, DagRun.id == started.dag_run_id)
+        query.join(DagRun, DagRun.id == started.dag_run_id)
         .outerjoin(
             result,
             and_(
@@ -130,11 +121,30 @@ def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Sele
                 TaskInstance.map_index == started.map_index,
             ),
         )
+    )
+
+
+def nights_query(dag_id: str, task_id: str, limit: int, offset: int = 0) -> Select[Any]:
+    """A task's nights ``offset`` to ``offset + limit`` (newest first), without their values."""
+    started = aliased(XComModel)
+    result = aliased(XComModel)
+    columns = select(
+        started.dag_run_id,
+        func.substr(started.run_id, 1, RUN_ID_CHARS + 1),
+        started.map_index,
+        result.timestamp,
+        DagRun.run_after,
+        DagRun.logical_date,
+        TaskInstance.state,
+    )
+    query: Select[Any] = (
+        with_night(columns, started, result)
         .where(started.dag_id == dag_id, started.task_id == task_id, key_is(started.key, RUN_RECORD_KEY))
         .order_by(func.coalesce(DagRun.logical_date, DagRun.run_after).desc(), started.map_index)
         .limit(limit)
         .offset(offset)
     )
+    return query
 
 
 def nights(session: Session, dag_id: str, task_id: str, limit: int, offset: int = 0) -> list[Night]:
