@@ -47,8 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import airflow_env, spread, table  # noqa: E402
-from benchmarks.plugin_page import nightly_gates  # noqa: E402
+from benchmarks.common import airflow_env, table  # noqa: E402
+from benchmarks.plugin_page import answer_rows, nightly_gates  # noqa: E402
 
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 BUDGET_MS = 300.0
@@ -239,16 +239,7 @@ def report(args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
 
     times, cpu, sizes = result["times"], result["cpu"], result["sizes"]
     baseline = statistics.median(cpu[BASELINE])
-    rows = [
-        [
-            name,
-            spread(cpu[name]),
-            f"{statistics.median(cpu[name]) / baseline:.2f}x",
-            spread(values),
-            f"{sizes[name] / 1024:.0f} KiB",
-        ]
-        for name, values in times.items()
-    ]
+    rows = answer_rows(result, BASELINE)
     gated = args.dags * args.tasks
     print(
         f"{args.dags} DAGs of {args.tasks} gated tasks, {args.nights} nights each ({gated:,} gated tasks, "

@@ -357,12 +357,12 @@ def breakdown(dag_id: str, nights: int) -> dict[str, float]:
     return {part: statistics.median(values) for part, values in parts.items()}
 
 
-def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
-    """The tables, and the figures for the budget: CPU time per answer (what the API server spends;
-    on a shared machine the wall time also holds the waits for a core), and the wall time beside it."""
+def answer_rows(result: dict[str, Any], against: str = BASELINE) -> list[list[str]]:
+    """One table row per answer measured: its CPU time, that against the baseline's (``against``), its
+    wall time and its size (``plugin_overview.py`` prints its table the same way)."""
     times, cpu, sizes = result["times"], result["cpu"], result["sizes"]
-    baseline = statistics.median(cpu[BASELINE])
-    rows = [
+    baseline = statistics.median(cpu[against])
+    return [
         [
             name,
             spread(cpu[name]),
@@ -372,6 +372,14 @@ def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
         ]
         for name, values in times.items()
     ]
+
+
+def report(nights: int, result: dict[str, Any]) -> dict[str, Any]:
+    """The tables, and the figures for the budget: CPU time per answer (what the API server spends;
+    on a shared machine the wall time also holds the waits for a core), and the wall time beside it."""
+    times, cpu, sizes = result["times"], result["cpu"], result["sizes"]
+    baseline = statistics.median(cpu[BASELINE])
+    rows = answer_rows(result)
     print(
         table(
             rows,

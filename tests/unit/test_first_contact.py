@@ -38,15 +38,8 @@ class _Plain(BaseHTTPRequestHandler):
 @pytest.fixture
 def plain_http_port() -> Iterator[int]:
     """A plain-http server on loopback (what a URI-form connection without a scheme meets on-premise)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Plain)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with _serving(_Plain) as port:
+        yield port
 
 
 @pytest.fixture(autouse=True)
